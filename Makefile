@@ -1,0 +1,59 @@
+# The two set-up commands of README.rst, plus the bench and the sample config.
+# Each target makes its own virtualenv in $(VENV); nothing is installed system-wide
+# except the Debian packages the tests need (memcached), and only when run as root.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_HOST ?= 127.0.0.1
+DEMO_PORT ?= 8774
+# Programs the test suite starts for real: "command:debian-package".
+TEST_PROGRAMS := memcached:memcached
+
+.PHONY: demo test lint bench genconfig programs clean
+
+$(BIN)/.installed-demo: setup.cfg setup.py constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[demo]'
+	touch $@
+
+$(BIN)/.installed-test: setup.cfg setup.py constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[demo,test]'
+	touch $@
+
+demo: $(BIN)/.installed-demo
+	@echo "tenancy_mw demo: http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/  (Ctrl-C stops it)"
+	@echo "  curl -s -X POST -H 'Content-Type: application/json' -d '{\"server\": {\"name\": \"web1\"}}' http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/acme/servers"
+	@echo "  curl -s http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/acme/servers"
+	cd examples && ../$(BIN)/gunicorn --paste api-paste.ini --bind $(DEMO_HOST):$(DEMO_PORT) --workers 2
+
+programs:
+	@for entry in $(TEST_PROGRAMS); do \
+	  prog=$${entry%%:*}; pkg=$${entry#*:}; \
+	  if command -v $$prog >/dev/null 2>&1 || test -x /usr/bin/$$prog; then continue; fi; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian package $$pkg (for $$prog)"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$pkg >/dev/null) \
+	      || { echo "could not install $$pkg" >&2; exit 1; }; \
+	  else \
+	    echo "$$prog is missing: install it (Debian: sudo apt-get install $$pkg); tests that need it will skip, or fail under CI=true" >&2; \
+	  fi; \
+	done
+
+lint: $(BIN)/.installed-test
+	$(BIN)/ruff check $(wildcard tenancy_mw tests examples bench)
+
+test: $(BIN)/.installed-test programs lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(BIN)/.installed-test
+	$(BIN)/python bench/run.py
+
+genconfig: $(BIN)/.installed-test
+	$(BIN)/oslo-config-generator --config-file doc/config-generator.conf
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

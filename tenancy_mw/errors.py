@@ -1,0 +1,120 @@
+"""The one error renderer of every tenancy_mw filter.
+
+Two shapes, chosen per filter by its ``error_format`` option, so a filter's
+errors look like the wrapped service's own:
+
+``api-wg`` (default), the OpenStack API-WG errors guideline::
+
+    {"errors": [{"request_id": "req-...", "code": "tenancy.tenant-id-too-long",
+                 "status": 400, "title": "Bad Request",
+                 "detail": "Tenant id 'xxx...' is 256 characters long; ..."}]}
+
+``nova``, nova's legacy fault body::
+
+    {"badRequest": {"code": 400, "message": "Tenant id 'xxx...' is ..."}}
+
+``request_id`` is the id oslo.middleware's ``RequestId`` filter put in
+``environ['openstack.request_id']`` when it ran before this filter, else
+``null``.  A ``HEAD`` request gets the headers without the body.
+
+Building the answer needs no webob: it is a few bytes of JSON.
+
+Example, inside a WSGI callable::
+
+    return render_error(environ, start_response, 404, "tenancy.not-found",
+                        "No such tenant 'acme'.")
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from http import HTTPStatus
+
+__all__ = ["ERROR_FORMATS", "REQUEST_ID_KEY", "error_body", "render_error"]
+
+#: The values of every filter's ``error_format`` option.
+ERROR_FORMATS = ("api-wg", "nova")
+
+#: Where oslo.middleware's ``RequestId`` leaves the request id.
+REQUEST_ID_KEY = "openstack.request_id"
+
+# The names nova gives its fault bodies, by status.
+_NOVA_FAULT_NAMES = {
+    400: "badRequest",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "itemNotFound",
+    405: "badMethod",
+    409: "conflictingRequest",
+    413: "overLimit",
+    415: "badMediaType",
+    429: "overLimit",
+    501: "notImplemented",
+    503: "serviceUnavailable",
+}
+
+
+def error_body(
+    status: int, code: str, detail: str, *, error_format: str = "api-wg", request_id: str | None = None
+) -> dict:
+    """The JSON-ready body of an error, in *error_format*.
+
+    Example::
+
+        >>> error_body(403, "tenancy.forbidden", "No.", error_format="nova")
+        {'forbidden': {'code': 403, 'message': 'No.'}}
+    """
+    if error_format == "nova":
+        name = _NOVA_FAULT_NAMES.get(status, "computeFault")
+        return {name: {"code": status, "message": detail}}
+    return {
+        "errors": [
+            {
+                "request_id": request_id,
+                "code": code,
+                "status": status,
+                "title": HTTPStatus(status).phrase,
+                "detail": detail,
+            }
+        ]
+    }
+
+
+def render_error(
+    environ: dict,
+    start_response: Callable,
+    status: int,
+    code: str,
+    detail: str,
+    *,
+    error_format: str = "api-wg",
+    headers: Iterable[tuple[str, str]] = (),
+) -> list[bytes]:
+    """Answer the request in *environ* with a JSON error; return the WSGI body.
+
+    :param status: the HTTP status code.
+    :param code: a stable, dotted error code such as ``"tenancy.bad-path"``
+        (the API-WG ``code`` field; not shown in the ``nova`` shape).
+    :param detail: one or two sentences for the client, naming the
+        offending value.
+    :param headers: extra response headers.
+    """
+    body = json.dumps(
+        error_body(
+            status,
+            code,
+            detail,
+            error_format=error_format,
+            request_id=environ.get(REQUEST_ID_KEY),
+        )
+    ).encode("utf-8")
+    response_headers = [
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(body))),
+    ]
+    response_headers.extend(headers)
+    start_response("%d %s" % (status, HTTPStatus(status).phrase), response_headers)
+    if environ.get("REQUEST_METHOD") == "HEAD":
+        return [b""]
+    return [body]

@@ -1,0 +1,324 @@
+"""The one canonical form of a request path that every tenancy_mw filter
+decides on.
+
+Filters that disagree about what a path means can be played against each
+other (one filter sees ``%31`` and another ``1``; one sees ``/a/../b`` and the
+router sees ``/b``).  So the path is put into canonical form once, by the
+rules below, and every filter matches on that form.
+
+The rules, in order:
+
+1. **Source.**  The raw request target as the client sent it, from
+   ``RAW_URI`` (gunicorn) or ``REQUEST_URI`` (uWSGI, mod_wsgi, waitress),
+   is used when its decoded form agrees with ``SCRIPT_NAME + PATH_INFO``.
+   Otherwise (no raw target, or a filter earlier in the pipeline rewrote
+   the path) ``SCRIPT_NAME + PATH_INFO`` is used; it is already
+   percent-decoded, so an encoded slash (``%2F``) can no longer be told from
+   a real one there.
+2. **Request target forms.**  An absolute-form target
+   (``http://host/v2.1/x``) is reduced to its path; the query and any
+   fragment are dropped; the asterisk form (``*``) has no segments.  Any
+   other target that does not start with ``/`` is refused.
+3. **Segments.**  The path is split at ``/``.  A trailing slash is noted
+   (:attr:`CanonicalPath.trailing_slash`) and otherwise ignored.  Empty
+   segments (``//``) are kept in :attr:`CanonicalPath.segments`, so a filter
+   can refuse them where they matter, and dropped in
+   :attr:`CanonicalPath.collapsed`.
+4. **Decoding.**  Each segment is percent-decoded exactly once, and must then
+   be valid UTF-8.  Refused (``400``):
+
+   - a malformed escape (``%``, ``%4``, ``%zz``);
+   - an encoded slash (``%2F``), which would change the path's structure;
+   - NUL or any other control character (``%00``, ``%0A``, ``%7F``);
+   - double encoding of a separator, dot, NUL or percent sign: a decoded
+     segment that still holds ``%2F``, ``%5C``, ``%2E``, ``%00`` or ``%25``;
+   - invalid UTF-8 after decoding.
+5. **Dot segments.**  ``.`` and ``..`` (also as ``%2E``) are refused, not
+   resolved: a client never needs them (clients resolve them before sending)
+   and resolving them here while the wrapped app's router does not would
+   make the filter and the app disagree about the path.
+6. **Everything else is literal.**  Letter case, ``;`` path parameters and
+   backslashes are kept as they are: they are ordinary characters of a
+   tenant id (``resel1\\sub2\\acct3`` is a valid id).  A filter that must
+   decide what a router *might* make of them (``admin_cull``) says so itself.
+
+Nothing here imports WSGI machinery; :func:`canonical_path` only reads the
+``environ`` dict.
+
+Example::
+
+    >>> from tenancy_mw.paths import canonicalize
+    >>> canonicalize("/v1.0/Bob's%20Tenant/widgets/").segments
+    ('v1.0', "Bob's Tenant", 'widgets')
+    >>> canonicalize("/v1.0/a%2Fb")
+    Traceback (most recent call last):
+      ...
+    tenancy_mw.paths.PathRefused: ...
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+from urllib.parse import unquote, unquote_to_bytes
+
+__all__ = [
+    "CanonicalPath",
+    "PathRefused",
+    "Refused",
+    "canonicalize",
+    "canonical_path",
+    "raw_request_path",
+    "remember_rewrite",
+    "target_path",
+]
+
+#: ``environ`` key under which the canonical form is cached for the filters
+#: after the first one.  Clients cannot set ``environ`` keys without an
+#: ``HTTP_`` prefix, so the cache cannot be forged.
+ENVIRON_KEY = "tenancy.canonical_path"
+
+# A path made only of plain segments: no escapes, no empty or dot segments,
+# no control characters.  Most requests match, and skip the per-segment work.
+_PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_~!$&'()*+,;=:@-][A-Za-z0-9._~!$&'()*+,;=:@-]*)*/?")
+_MALFORMED_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# After one decode, an escape that would decode to a separator, a dot, NUL or
+# another escape means the client encoded twice to slip one past a filter.
+_SECOND_ESCAPE = re.compile(r"%(?:2[FfEe5]|5[Cc]|00)")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ABSOLUTE_FORM = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
+
+
+class Refused(ValueError):
+    """Input that breaks a rule; base of :class:`PathRefused` and
+    :class:`~tenancy_mw.tenant_ids.InvalidTenantId`.
+
+    :ivar rule: a short, stable name of the broken rule, e.g.
+        ``"encoded-slash"``; used in the error code.
+    :ivar detail: a sentence for the client, naming the offending value.
+    :ivar value: the offending input, as received.
+    """
+
+    def __init__(self, rule: str, detail: str, value: object) -> None:
+        super().__init__(detail)
+        self.rule = rule
+        self.detail = detail
+        self.value = value
+
+
+class PathRefused(Refused):
+    """A request path that has no canonical form."""
+
+
+class CanonicalPath(NamedTuple):
+    """A request path in canonical form.
+
+    :ivar segments: the decoded segments, in order; empty strings stand for
+        empty segments (``//``); a trailing slash adds none.
+    :ivar trailing_slash: whether the path ended in ``/`` (the root ``/``
+        included).
+    :ivar prefix_length: how many leading segments belong to
+        ``SCRIPT_NAME`` (where the app is mounted), 0 outside WSGI.
+    """
+
+    segments: tuple[str, ...]
+    trailing_slash: bool = False
+    prefix_length: int = 0
+
+    @property
+    def collapsed(self) -> tuple[str, ...]:
+        """The segments with the empty ones (from ``//``) left out."""
+        return tuple(s for s in self.segments if s)
+
+    def __str__(self) -> str:
+        body = "/".join(self.segments)
+        return "/" + body + ("/" if self.trailing_slash and body else "")
+
+
+def shorten(value: str, limit: int = 80) -> str:
+    """Return *value* cut to *limit* characters, marked when cut, for messages."""
+    if len(value) <= limit:
+        return value
+    return "%s... (%d characters)" % (value[:limit], len(value))
+
+
+def _decode_segment(raw: str, encoded: bool) -> str:
+    if encoded:
+        if "%" in raw:
+            if _MALFORMED_ESCAPE.search(raw):
+                raise PathRefused(
+                    "malformed-escape",
+                    "Path segment %r has a malformed percent-escape." % shorten(raw),
+                    raw,
+                )
+            data = unquote_to_bytes(raw)
+        else:
+            data = raw.encode("latin-1", "surrogateescape")
+        if b"/" in data:
+            raise PathRefused(
+                "encoded-slash",
+                "Path segment %r holds an encoded slash (%%2F); a path segment"
+                " may not contain '/'." % shorten(raw),
+                raw,
+            )
+    else:
+        # PATH_INFO is already decoded; PEP 3333 carries its bytes as latin-1.
+        try:
+            data = raw.encode("latin-1")
+        except UnicodeEncodeError:
+            data = raw.encode("utf-8", "surrogateescape")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PathRefused(
+            "invalid-utf8",
+            "Path segment %r is not valid UTF-8 once decoded." % shorten(raw),
+            raw,
+        ) from None
+    if _CONTROL.search(text):
+        rule = "nul" if "\x00" in text else "control-character"
+        raise PathRefused(
+            rule,
+            "Path segment %r holds a control character." % shorten(raw),
+            raw,
+        )
+    if "%" in text and _SECOND_ESCAPE.search(text):
+        raise PathRefused(
+            "double-encoding",
+            "Path segment %r is encoded twice (it still holds an escape for a"
+            " separator, dot, NUL or percent sign after decoding)." % shorten(raw),
+            raw,
+        )
+    if text == "." or text == "..":
+        raise PathRefused(
+            "dot-segment",
+            "Path segment %r is a dot segment; send the path with dot segments"
+            " resolved." % shorten(raw),
+            raw,
+        )
+    return text
+
+
+def target_path(target: str) -> str:
+    """The still-encoded path part of a request target.
+
+    Drops an absolute-form scheme and authority, the query and any fragment::
+
+        >>> target_path("http://example.com/v2.1/x?limit=2")
+        '/v2.1/x'
+    """
+    match = _ABSOLUTE_FORM.match(target)
+    if match:
+        target = target[match.end():] or "/"
+    cut = len(target)
+    for mark in ("?", "#"):
+        pos = target.find(mark)
+        if pos != -1 and pos < cut:
+            cut = pos
+    return target[:cut]
+
+
+def canonicalize(path: str, *, encoded: bool = True, prefix_length: int = 0) -> CanonicalPath:
+    """Put *path* in canonical form, or raise :class:`PathRefused`.
+
+    :param path: a request path or request target.  With ``encoded=True``
+        (the default) it is still percent-encoded, as in ``RAW_URI``;
+        absolute form, query and fragment are allowed and dropped.
+    :param encoded: ``False`` for a path that is already percent-decoded, as
+        ``SCRIPT_NAME + PATH_INFO`` is (in PEP 3333's latin-1 form).
+    :param prefix_length: recorded in the result; see
+        :attr:`CanonicalPath.prefix_length`.
+
+    Example::
+
+        >>> canonicalize("http://h/v2.1/%E2%88%91/servers?x=1").segments
+        ('v2.1', '∑', 'servers')
+    """
+    if encoded:
+        path = target_path(path)
+    if path == "*":
+        return CanonicalPath((), False, 0)
+    if not path.startswith("/"):
+        if path == "" and not encoded:
+            return CanonicalPath((), True, 0)
+        raise PathRefused(
+            "not-a-path",
+            "Request target %r is not an absolute path." % shorten(path),
+            path,
+        )
+    if path == "/":
+        return CanonicalPath((), True, prefix_length)
+    trailing = path.endswith("/")
+    body = path[1:-1] if trailing else path[1:]
+    if _PLAIN_PATH.fullmatch(path):
+        return CanonicalPath(tuple(body.split("/")), trailing, prefix_length)
+    segments = tuple(_decode_segment(seg, encoded) for seg in body.split("/"))
+    return CanonicalPath(segments, trailing, prefix_length)
+
+
+def raw_request_path(environ: dict) -> str | None:
+    """The still-encoded path the client asked for, or ``None`` if unknown.
+
+    Read from ``RAW_URI`` or ``REQUEST_URI``; the query and an absolute-form
+    scheme and authority are dropped.
+    """
+    target = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if not target:
+        return None
+    return target_path(target)
+
+
+def _compute(environ: dict, script: str, path_info: str) -> CanonicalPath:
+    prefix_length = script.count("/")
+    raw = raw_request_path(environ)
+    if raw is not None and raw != "*":
+        # Trust the raw target only while it still says what PATH_INFO says:
+        # a filter or mount earlier in the pipeline may have rewritten it.
+        if unquote(raw, encoding="latin-1") == script + path_info:
+            return canonicalize(raw, prefix_length=prefix_length)
+    elif raw == "*":
+        return CanonicalPath((), False, 0)
+    return canonicalize(script + path_info, encoded=False, prefix_length=prefix_length)
+
+
+def canonical_path(environ: dict) -> CanonicalPath:
+    """The canonical form of the request in *environ*; raises :class:`PathRefused`.
+
+    The result is cached in ``environ`` (under :data:`ENVIRON_KEY`) for as
+    long as ``SCRIPT_NAME`` and ``PATH_INFO`` stay as they were, so the
+    filters of one pipeline compute it once and all decide on the same form.
+
+    Example::
+
+        >>> env = {"RAW_URI": "/v2.1/a%20b/servers?limit=1",
+        ...        "SCRIPT_NAME": "", "PATH_INFO": "/v2.1/a b/servers"}
+        >>> canonical_path(env).segments
+        ('v2.1', 'a b', 'servers')
+    """
+    script = environ.get("SCRIPT_NAME", "")
+    path_info = environ.get("PATH_INFO", "")
+    cached = environ.get(ENVIRON_KEY)
+    if cached is not None and cached[0] == script and cached[1] == path_info:
+        result = cached[2]
+    else:
+        try:
+            result = _compute(environ, script, path_info)
+        except PathRefused as exc:
+            result = exc
+        environ[ENVIRON_KEY] = (script, path_info, result)
+    if isinstance(result, PathRefused):
+        raise result
+    return result
+
+
+def remember_rewrite(environ: dict, canonical: CanonicalPath) -> None:
+    """Record that the caller rewrote ``SCRIPT_NAME``/``PATH_INFO`` on purpose.
+
+    Filters later in the pipeline then keep deciding on *canonical* (the
+    client's path) rather than on the rewritten one.
+    """
+    environ[ENVIRON_KEY] = (
+        environ.get("SCRIPT_NAME", ""),
+        environ.get("PATH_INFO", ""),
+        canonical,
+    )

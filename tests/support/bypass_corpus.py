@@ -1,0 +1,155 @@
+"""Crafted requests aimed at admin calls, and ordinary public calls.
+
+Every admin-aimed request here is something a lenient router, proxy or
+server could take for one of the tenants spec's admin calls.  A culling
+filter must keep all of them from the app (cull, 404/403, or refuse, 400),
+and let every public call through unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class CorpusRequest:
+    """One request: sent as given, byte for byte."""
+
+    method: str
+    target: str
+    note: str
+    headers: tuple = ()
+    body: bytes = b""
+    admin: bool = True
+
+
+# The spec's admin calls, as clean requests.
+ADMIN_CALLS = [
+    ("PUT", "/v2.1/acme", "create tenant"),
+    ("DELETE", "/v2.1/acme", "delete tenant"),
+    ("POST", "/v2.1/acme/action/move?dest=other", "move all resources"),
+    ("GET", "/v2.1/acme/action/move?dest=other", "get tenant move action"),
+    ("POST", "/v2.1/acme/servers/7/action/move?dest=other", "move a resource"),
+    ("GET", "/v2.1/acme/servers/7/action/move?dest=other", "get resource move action"),
+    ("POST", "/v2.1/acme/action/restore", "tenant action namespace"),
+    ("GET", "/v2.1/acme/action", "tenant action namespace root"),
+    ("DELETE", "/v1.0/Bob's%20Tenant", "delete spec example tenant"),
+    ("PUT", "/v1.0/%E2%88%91%E2%88%9E%E2%88%86%E2%88%8F", "create unicode tenant"),
+    ("DELETE", "/v1.0/resel1\\sub2\\acct3", "delete backslash tenant"),
+    ("PUT", "/v1.0/resel1:sub2:acct3", "create colon tenant"),
+]
+
+
+def _path_variants(path: str) -> list[tuple[str, str]]:
+    """Rewrites of an admin path that a lenient reader still routes to it."""
+    base, _, query = path.partition("?")
+    q = ("?" + query) if query else ""
+    segs = base.split("/")[1:]
+    out = [
+        (base + "/" + q, "trailing slash"),
+        ("/" + base + q, "leading double slash"),
+        ("/" + "//".join(segs) + q, "every slash doubled"),
+        (base.upper().replace("%2", "%2").replace("%E", "%E") + q, "upper case"),
+        ("/" + "/".join(s + ";p=1" for s in segs) + q, "path parameters on every segment"),
+        ("http://public.example" + base + q, "absolute-form target"),
+        ("/" + "/".join(_encode_first(s) for s in segs) + q, "unreserved characters percent-encoded"),
+        ("/" + "/".join(_encode_first(s).lower() for s in segs) + q, "lower-case escapes"),
+        (base + "/." + q, "trailing dot segment"),
+        (base + "/%2e" + q, "trailing encoded dot segment"),
+        ("/" + segs[0] + "/x/../" + "/".join(segs[1:]) + q, "dot-dot segment"),
+        ("/" + segs[0] + "/x/%2E%2E/" + "/".join(segs[1:]) + q, "encoded dot-dot segment"),
+        ("/" + segs[0] + "/x/%252E%252E/" + "/".join(segs[1:]) + q, "double-encoded dot-dot segment"),
+        ("/" + segs[0] + "/./" + "/".join(segs[1:]) + q, "dot segment after version"),
+        (base + "%00" + q, "NUL after path"),
+        (base + "%2F" + q, "encoded slash at end"),
+        (base + "%252F" + q, "double-encoded slash at end"),
+        (base + ".json" + q, "format extension"),
+        (base + "%20" + q, "trailing encoded space"),
+        ("/compute" + base + q, "extra mount prefix"),
+    ]
+    if len(segs) > 2:
+        out.append(("/" + segs[0] + "/" + "%2F".join(segs[1:]) + q, "encoded slashes between segments"))
+        out.append(("/" + segs[0] + "/" + "%252F".join(segs[1:]) + q, "double-encoded slashes between segments"))
+        out.append(("/" + segs[0] + "/" + segs[1] + "/" + "\\".join(segs[2:]) + q, "backslashes between segments"))
+        out.append(("/" + segs[0] + "/" + segs[1] + "/" + "%5C".join(segs[2:]) + q, "encoded backslashes"))
+    return out
+
+
+def _encode_first(segment: str) -> str:
+    """Percent-encode the first plain letter of a segment (an unreserved character)."""
+    for i, ch in enumerate(segment):
+        if ch.isalpha() and ch.isascii():
+            return segment[:i] + "%%%02X" % ord(ch) + segment[i + 1 :]
+    return segment
+
+
+def _method_variants(method: str) -> list[tuple[str, tuple, bytes, str, str]]:
+    """(method, headers, body, content type, note) rewrites that still mean *method*."""
+    out = [(method.lower(), (), b"", "", "lower-case method"), (method.title(), (), b"", "", "title-case method")]
+    if method == "GET":
+        out.append(("HEAD", (), b"", "", "HEAD for GET"))
+    for header in ("X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"):
+        out.append(("POST", ((header, method),), b"", "", "POST with %s" % header))
+        out.append(("GET", ((header, method.lower()),), b"", "", "GET with lower-case %s" % header))
+    out.append(("POST", (("X-HTTP-Method-Override", "GET, " + method),), b"", "", "override list"))
+    out.append(("POST", (), b"", "?_method=" + method, "_method query parameter"))
+    out.append(("POST", (), b"", "?x=1&_METHOD=" + method.lower(), "_METHOD query parameter"))
+    body = ("_method=" + method).encode()
+    out.append(("POST", (("Content-Type", "application/x-www-form-urlencoded"),), body, "", "_method form field"))
+    return out
+
+
+def admin_corpus() -> list[CorpusRequest]:
+    """Every admin-aimed request: each admin call, each path and method rewrite."""
+    corpus = []
+    for method, path, what in ADMIN_CALLS:
+        corpus.append(CorpusRequest(method, path, what))
+        for variant, how in _path_variants(path):
+            corpus.append(CorpusRequest(method, variant, "%s, %s" % (what, how)))
+        for new_method, headers, body, query, how in _method_variants(method):
+            target = path
+            if query:
+                target = path + ("&" + query[1:] if "?" in path else query)
+            corpus.append(CorpusRequest(new_method, target, "%s, %s" % (what, how), headers, body))
+    # Some rewrites coincide (upper-casing a path with no letters): keep one of each.
+    unique = {}
+    for request in corpus:
+        unique.setdefault((request.method, request.target, request.headers, request.body), request)
+    return list(unique.values())
+
+
+@dataclass(frozen=True)
+class PublicCall:
+    """An ordinary call that must reach the app unchanged."""
+
+    method: str
+    target: str
+    headers: tuple = field(default=())
+    body: bytes = b""
+
+
+PUBLIC_CALLS = [
+    PublicCall("GET", "/"),
+    PublicCall("GET", "/v2.1"),
+    PublicCall("GET", "/v2.1/"),
+    PublicCall("GET", "/healthcheck"),
+    PublicCall("GET", "/v2.1/acme"),
+    PublicCall("HEAD", "/v2.1/acme"),
+    PublicCall("GET", "/v2.1/acme/servers"),
+    PublicCall("GET", "/v2.1/acme/servers/detail?limit=10&marker=7"),
+    PublicCall("GET", "http://public.example/v2.1/acme/servers?limit=1"),
+    PublicCall("POST", "/v2.1/acme/servers", (("Content-Type", "application/json"),), b'{"server": {"name": "a"}}'),
+    PublicCall("GET", "/v2.1/acme/servers/7"),
+    PublicCall("PUT", "/v2.1/acme/servers/7", (("Content-Type", "application/json"),), b'{"server": {"name": "b"}}'),
+    PublicCall("DELETE", "/v2.1/acme/servers/7"),
+    PublicCall("POST", "/v2.1/acme/servers/7/action", (("Content-Type", "application/json"),), b'{"reboot": {}}'),
+    PublicCall("PUT", "/v2.1/acme/servers/7/tags/move"),
+    PublicCall("DELETE", "/v2.1/acme/servers/7/tags/action"),
+    PublicCall("GET", "/v2.1/acme/servers?name=action/move"),
+    PublicCall("GET", "/v1.0/Bob's%20Tenant/widgets"),
+    PublicCall("GET", "/v1.0/%E2%88%91%E2%88%9E%E2%88%86%E2%88%8F/widgets"),
+    PublicCall("DELETE", "/v1.0/resel1\\sub2\\acct3/widgets/9"),
+    PublicCall("GET", "/v2.1/actions/servers"),
+    PublicCall("POST", "/v2.1/acme/os-actions", (("Content-Type", "application/json"),), b"{}"),
+    PublicCall("GET", "/v2.1/acme/servers/7/os-instance-actions"),
+]

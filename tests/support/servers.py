@@ -1,0 +1,143 @@
+"""Real servers for the tests: gunicorn on a free loopback port, raw HTTP."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 20.0, process: subprocess.Popen | None = None) -> None:
+    """Wait until 127.0.0.1:*port* accepts connections, or raise."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError("server exited with %s before listening" % process.returncode)
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("nothing listens on 127.0.0.1:%d after %.0fs" % (port, timeout))
+
+
+@dataclass
+class Response:
+    """What came back: status, headers (lower-case names) and body bytes."""
+
+    status: int
+    headers: dict
+    body: bytes
+
+    def json(self):
+        import json
+
+        return json.loads(self.body)
+
+
+class GunicornServer:
+    """gunicorn serving a paste config, with several worker processes."""
+
+    def __init__(self, ini_path, name="main", workers=2, env=None, cwd=".", log_dir="."):
+        self.ini_path = os.path.abspath(os.path.join(cwd, ini_path))
+        self.name = name
+        self.workers = workers
+        self.env = dict(os.environ, **(env or {}))
+        self.cwd = cwd
+        self.port = free_port()
+        self.log_path = os.path.join(str(log_dir), "gunicorn-%d.log" % self.port)
+        self.process = None
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d" % self.port
+
+    def start(self) -> None:
+        gunicorn = os.path.join(os.path.dirname(sys.executable), "gunicorn")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [
+                gunicorn,
+                "--paste",
+                "%s#%s" % (self.ini_path, self.name),
+                "--bind",
+                "127.0.0.1:%d" % self.port,
+                "--workers",
+                str(self.workers),
+                "--chdir",
+                self.cwd,
+                "--graceful-timeout",
+                "2",
+            ],
+            cwd=self.cwd,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for_port(self.port, process=self.process)
+        except RuntimeError:
+            self.stop()
+            with open(self.log_path, "rb") as log:
+                raise RuntimeError("gunicorn did not start:\n" + log.read().decode(errors="replace")) from None
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if getattr(self, "_log", None):
+            self._log.close()
+
+    def log(self) -> str:
+        with open(self.log_path, "rb") as log:
+            return log.read().decode(errors="replace")
+
+    def request(self, method: str, target: str, headers: dict | None = None, body: bytes | None = None) -> Response:
+        """Send *target* exactly as given (no client-side quoting or normalising)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.putrequest(method, target, skip_accept_encoding=True)
+            for key, value in (headers or {}).items():
+                conn.putheader(key, value)
+            if body is not None:
+                conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders(body)
+            resp = conn.getresponse()
+            return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
+        finally:
+            conn.close()
+
+
+def raw_request(port: int, method: str, target: str, headers=(), body: bytes = b"", timeout: float = 10.0) -> int:
+    """Send one request byte for byte (no client-side checks); return the status, or 0 if the server hung up."""
+    lines = ["%s %s HTTP/1.1" % (method, target), "Host: 127.0.0.1:%d" % port, "Connection: close"]
+    lines += ["%s: %s" % (name, value) for name, value in headers]
+    if body:
+        lines.append("Content-Length: %d" % len(body))
+    data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        received = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    status_line = received.split(b"\r\n", 1)[0].split()
+    return int(status_line[1]) if len(status_line) >= 2 and status_line[1].isdigit() else 0

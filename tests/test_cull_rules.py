@@ -1,0 +1,98 @@
+"""The admin_cull rule language (tenancy_mw.cull_rules)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tenancy_mw.cull_rules import DEFAULT_RULES, PathView, RuleError, parse_rule, parse_rules
+from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN
+
+VERSION = re.compile(DEFAULT_VERSION_PATTERN, re.IGNORECASE)
+
+
+def culls(rule_text, method, path):
+    segments = tuple(s for s in path.split("/") if s)
+    return parse_rule(rule_text).matches(segments, {method}, VERSION)
+
+
+@pytest.mark.parametrize(
+    ("rule", "method", "path", "expected"),
+    [
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1/acme", True),
+        ("PUT,DELETE /{version}/{tenant}", "delete".upper(), "/V2.1/acme", True),
+        ("PUT,DELETE /{version}/{tenant}", "GET", "/v2.1/acme", False),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1/acme/servers", False),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/compute/v2.1/acme", True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1", False),
+        # A mount point or forwarded prefix that looks like a version must not hide the real one.
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/v2.1/acme", True),
+        ("* /**/action/move/**", "GET", "/v2.1/acme/action/move", True),
+        ("* /**/action/move/**", "OPTIONS", "/v2.1/acme/servers/7/action/move", True),
+        ("* /**/action/move/**", "POST", "/v2.1/acme/servers/7/Action;x/MOVE.json", True),
+        ("* /**/action/move/**", "POST", "/v2.1/acme/servers/7/action", False),
+        ("* /**/action/move/**", "POST", "/v2.1/acme/servers/7/actions/move", False),
+        ("* /{version}/{tenant}/action/**", "POST", "/v2.1/acme/action", True),
+        ("* /{version}/{tenant}/action/**", "POST", "/v2.1/acme/action/restore/now", True),
+        ("* /{version}/{tenant}/action/**", "POST", "/v2.1/acme/servers/7/action", False),
+        # Resource patterns: tried at the root, after the version and after the tenant.
+        ("PUT,DELETE /os-services/*", "DELETE", "/v2.1/acme/os-services/7", True),
+        ("PUT,DELETE /os-services/*", "DELETE", "/v2.1/os-services/7", True),
+        ("PUT,DELETE /os-services/*", "DELETE", "/os-services/7", True),
+        ("PUT,DELETE /os-services/*", "DELETE", "/v2.1/acme/os-services", False),
+        ("PUT,DELETE /os-services/*", "DELETE", "/v2.1/acme/os-services/7/x", False),
+        ("PUT,DELETE /os-services/*", "GET", "/v2.1/acme/os-services/7", False),
+        ("* /os-hypervisors/**", "GET", "/v2.1/acme/os-hypervisors", True),
+        ("* /os-hypervisors/**", "GET", "/v2.1/acme/os-hypervisors/1/servers", True),
+        ("* /os-hypervisors/**", "GET", "/v2.1/acme/servers/os-hypervisors", False),
+        ("GET /a/*/c", "GET", "/v1/t/a/b/c", True),
+        ("GET /a/*/c", "GET", "/v1/t/a/c", False),
+    ],
+)
+def test_rule_matching(rule, method, path, expected):
+    assert culls(rule, method, path) is expected
+
+
+def test_backslash_is_also_read_as_a_separator():
+    assert culls("* /**/action/move/**", "POST", "/v2.1/acme/servers\\7\\action\\move")
+    # ... while a backslash tenant id is still one segment for /{version}/{tenant}.
+    assert culls("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1.0/resel1\\sub2\\acct3")
+
+
+def test_path_view_prepares_once_for_many_rules():
+    rules = parse_rules(DEFAULT_RULES)
+    view = PathView(("v2.1", "acme", "servers", "7", "action", "move"), VERSION)
+    assert [r.source for r in rules if r.matches_view(view, {"POST"})] == ["* /**/action/move/**"]
+
+
+def test_parse_rules_skips_comments_and_blank_lines():
+    rules = parse_rules(["# operators' rules\n\nPUT,DELETE /os-services/*\n  * /os-hypervisors/**  \n"])
+    assert [r.source for r in rules] == ["PUT,DELETE /os-services/*", "* /os-hypervisors/**"]
+    assert rules[0].methods == frozenset({"PUT", "DELETE"})
+    assert rules[1].methods is None
+
+
+@pytest.mark.parametrize(
+    ("text", "fault"),
+    [
+        ("/os-services", "expected 'METHODS /pattern'"),
+        ("GET", "expected 'METHODS /pattern'"),
+        ("GET /a /b", "expected 'METHODS /pattern'"),
+        ("GET os-services", "must start with '/'"),
+        ("G@T /x", "is not an HTTP method"),
+        ("GET,,PUT /x", "is not an HTTP method"),
+        ("GET /", "names no segment"),
+        ("GET /a/{project}", "is not a pattern token"),
+        ("GET /a*b", "is not a pattern token"),
+    ],
+)
+def test_bad_rules_are_refused_naming_the_rule(text, fault):
+    with pytest.raises(RuleError) as caught:
+        parse_rule(text)
+    assert fault in str(caught.value)
+    assert repr(text) in str(caught.value)
+
+
+def test_repeated_double_star_collapses():
+    assert parse_rule("* /**/**/move").tokens == parse_rule("* /**/move").tokens

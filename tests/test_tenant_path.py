@@ -1,0 +1,279 @@
+"""The tenant_path filter, in process: every rule of its issue, each with a test."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+import webtest
+from oslo_config import cfg
+from oslo_middleware.request_id import RequestId
+
+from tenancy_mw.base import ConfigError
+from tenancy_mw.tenant_path import TenantPath
+from tests.support.apps import Recorder
+
+
+def build(conf=None):
+    recorder = Recorder()
+    return TenantPath(recorder, conf or {}), recorder
+
+
+def call(app, path, raw=None, method="GET", script="", headers=None):
+    """Call *app* as a WSGI server would; *raw* is RAW_URI (defaults to *path*)."""
+    from urllib.parse import unquote
+
+    environ = {
+        "REQUEST_METHOD": method,
+        "SCRIPT_NAME": script,
+        "PATH_INFO": unquote(path.split("?")[0], encoding="latin-1"),
+        "RAW_URI": raw if raw is not None else script + path,
+        "QUERY_STRING": path.partition("?")[2],
+        "SERVER_NAME": "localhost",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+    }
+    if script and raw is None:
+        environ["PATH_INFO"] = unquote(path.split("?")[0], encoding="latin-1")
+        environ["RAW_URI"] = script + path
+    for key, value in (headers or {}).items():
+        environ["HTTP_" + key.upper().replace("-", "_")] = value
+    captured = {}
+
+    def start_response(status, response_headers, exc_info=None):
+        captured["status"] = int(status.split()[0])
+        captured["headers"] = dict(response_headers)
+
+    body = b"".join(app(environ, start_response))
+    return captured["status"], captured["headers"], body, environ
+
+
+@pytest.mark.parametrize(
+    ("path", "tenant"),
+    [
+        ("/v1.0/12345/widgets", "12345"),
+        ("/v1.0/Bob's%20Tenant/widgets", "Bob's Tenant"),
+        ("/v1.0/%E2%88%91%E2%88%9E%E2%88%86%E2%88%8F/widgets", "∑∞∆∏"),
+        ("/v1.0/resel1:sub2:acct3/widgets", "resel1:sub2:acct3"),
+        ("/v1.0/resel1\\sub2\\acct3/widgets", "resel1\\sub2\\acct3"),
+        ("/v1.0/resel1/sub2/acct3/widgets", "resel1"),
+        ("/v2.1/acme", "acme"),
+        ("/v2.1/acme/", "acme"),
+        ("/v2.1/acme/servers?name=/x", "acme"),
+        ("/v2/" + "x" * 255 + "/servers", "x" * 255),
+    ],
+)
+def test_tenant_id_reaches_the_app(path, tenant):
+    app, recorder = build()
+    status, _, _, _ = call(app, path)
+    assert status == 200
+    seen = recorder.seen[-1]
+    assert seen["tenancy.tenant_id"] == tenant
+    assert seen["HTTP_X_TENANT_ID"] == tenant.encode().decode("latin-1")
+
+
+@pytest.mark.parametrize("path", ["/", "/v2.1", "/v2.1/", "/healthcheck", "/healthcheck/detail", "/servers/v2.1/t"])
+def test_paths_without_tenant_pass_untouched(path):
+    app, recorder = build()
+    status, _, _, environ = call(app, path)
+    assert status == 200
+    seen = recorder.seen[-1]
+    assert "tenancy.tenant_id" not in seen
+    assert seen["PATH_INFO"] == path
+    assert seen["SCRIPT_NAME"] == ""
+
+
+@pytest.mark.parametrize(
+    ("path", "code", "named"),
+    [
+        ("/v2.1//servers", "tenancy.invalid-tenant-id.empty", "empty"),
+        ("/v2.1//", "tenancy.invalid-tenant-id.empty", "empty"),
+        ("/v1.0/" + "y" * 256 + "/widgets", "tenancy.invalid-tenant-id.too-long", "256"),
+        ("/v1.0/resel1%2Fsub2%2Facct3/widgets", "tenancy.bad-path.encoded-slash", "resel1%2Fsub2%2Facct3"),
+        ("/v1.0/a%00b/widgets", "tenancy.bad-path.nul", "a%00b"),
+        ("/v1.0/%FF%FE/widgets", "tenancy.bad-path.invalid-utf8", "%FF%FE"),
+        ("/v1.0/a%252Fb/widgets", "tenancy.bad-path.double-encoding", "a%252Fb"),
+        ("/v1.0/../other/widgets", "tenancy.bad-path.dot-segment", ".."),
+        ("/v1.0/%2E%2E/widgets", "tenancy.bad-path.dot-segment", "%2E%2E"),
+    ],
+)
+def test_refused_tenant_segments_get_400_naming_rule_and_value(path, code, named):
+    app, recorder = build()
+    status, headers, body, _ = call(app, path)
+    assert status == 400
+    assert headers["Content-Type"] == "application/json"
+    error = json.loads(body)["errors"][0]
+    assert error["status"] == 400
+    assert error["code"] == code
+    assert named in error["detail"]
+    assert recorder.seen == []
+
+
+def test_encoded_slash_is_only_visible_in_the_raw_uri():
+    # With RAW_URI the filter sees %2F; PATH_INFO alone would show a plain "/".
+    app, recorder = build()
+    status, _, _, _ = call(app, "/v1.0/a%2Fb/widgets")
+    assert status == 400
+    # Without a raw target, PATH_INFO is all there is: documented as lost.
+    environ_status, _, _, _ = call(app, "/v1.0/a/b/widgets", raw="")
+    assert environ_status == 200
+    assert recorder.seen[-1]["tenancy.tenant_id"] == "a"
+
+
+def test_client_tenant_header_is_always_removed():
+    app, recorder = build()
+    call(app, "/v2.1/acme/servers", headers={"X-Tenant-Id": "victim"})
+    assert recorder.seen[-1]["HTTP_X_TENANT_ID"] == "acme"
+    call(app, "/healthcheck", headers={"X-Tenant-Id": "victim"})
+    assert "HTTP_X_TENANT_ID" not in recorder.seen[-1]
+
+
+def test_header_name_is_configurable_and_can_be_left_unset():
+    app, recorder = build({"tenant_header": "X-Project-Name", "set_tenant_header": "false"})
+    call(app, "/v2.1/acme/servers", headers={"X-Project-Name": "victim", "X-Tenant-Id": "kept"})
+    seen = recorder.seen[-1]
+    assert "HTTP_X_PROJECT_NAME" not in seen
+    assert seen["HTTP_X_TENANT_ID"] == "kept"
+    assert seen["tenancy.tenant_id"] == "acme"
+
+
+def test_version_pattern_is_configurable():
+    app, recorder = build({"version_pattern": r"\d{4}-\d\d-\d\d"})
+    call(app, "/2024-05-01/acme/things")
+    assert recorder.seen[-1]["tenancy.tenant_id"] == "acme"
+    call(app, "/v2.1/acme/things")
+    assert "tenancy.tenant_id" not in recorder.seen[-1]
+
+
+def test_strip_tenant_moves_it_to_script_name():
+    app, recorder = build({"strip_tenant": "true"})
+    call(app, "/v2.1/Bob's%20Tenant/servers/1")
+    seen = recorder.seen[-1]
+    assert seen["PATH_INFO"] == "/v2.1/servers/1"
+    assert seen["SCRIPT_NAME"] == "/Bob's Tenant"
+    assert seen["tenancy.tenant_id"] == "Bob's Tenant"
+
+
+def test_strip_tenant_under_a_version_mount_keeps_the_url_whole():
+    # nova mounts its pipeline at /v2.1 with urlmap: PATH_INFO starts at the tenant.
+    app, recorder = build({"strip_tenant": "true"})
+    call(app, "/acme/servers", script="/v2.1")
+    seen = recorder.seen[-1]
+    assert (seen["SCRIPT_NAME"], seen["PATH_INFO"]) == ("/v2.1/acme", "/servers")
+    assert seen["tenancy.tenant_id"] == "acme"
+
+
+def test_strip_is_off_by_default():
+    app, recorder = build()
+    call(app, "/v2.1/acme/servers")
+    assert recorder.seen[-1]["PATH_INFO"] == "/v2.1/acme/servers"
+
+
+KEYSTONE = {"X-Identity-Status": "Confirmed", "X-Project-Id": "acme", "X-Roles": "member,reader"}
+
+
+def test_token_project_check_refuses_another_tenant():
+    app, recorder = build({"check_token_project": "true"})
+    status, _, body, _ = call(app, "/v2.1/victim/servers", headers=KEYSTONE)
+    assert status == 403
+    detail = json.loads(body)["errors"][0]["detail"]
+    assert "acme" in detail
+    assert "victim" in detail
+    assert recorder.seen == []
+
+
+def test_token_project_check_passes_own_tenant_admins_and_unconfirmed():
+    app, recorder = build({"check_token_project": "true", "admin_roles": "cloud-admin, Admin"})
+    assert call(app, "/v2.1/acme/servers", headers=KEYSTONE)[0] == 200
+    assert call(app, "/v2.1/victim/servers", headers=dict(KEYSTONE, **{"X-Roles": "member,ADMIN"}))[0] == 200
+    assert call(app, "/v2.1/victim/servers", headers=dict(KEYSTONE, **{"X-Identity-Status": "Invalid"}))[0] == 200
+    assert len(recorder.seen) == 3
+
+
+def test_token_project_check_is_off_by_default():
+    app, _ = build()
+    assert call(app, "/v2.1/victim/servers", headers=KEYSTONE)[0] == 200
+
+
+def test_nova_error_format_and_request_id():
+    app, _ = build({"error_format": "nova"})
+    status, _, body, _ = call(app, "/v2.1//servers")
+    assert status == 400
+    assert json.loads(body) == {
+        "badRequest": {"code": 400, "message": "Tenant id is empty; it needs 1 to 255 characters."}
+    }
+    wrapped = webtest.TestApp(RequestId(TenantPath(Recorder(), {})))
+    response = wrapped.get("/v2.1/a%00/x", expect_errors=True, extra_environ={"RAW_URI": "/v2.1/a%00/x"})
+    assert response.status_int == 400
+    assert response.json["errors"][0]["request_id"] == response.headers["x-openstack-request-id"]
+
+
+def test_head_errors_have_no_body():
+    app, _ = build()
+    status, headers, body, _ = call(app, "/v2.1//servers", method="HEAD")
+    assert status == 400
+    assert body == b""
+    assert headers["Content-Type"] == "application/json"
+
+
+def test_webtest_without_raw_uri():
+    app = webtest.TestApp(TenantPath(Recorder(), {}))
+    response = app.get("/v1.0/Bob%27s%20Tenant/widgets")
+    assert response.json["tenant_id"] == "Bob's Tenant"
+
+
+@pytest.mark.parametrize(
+    ("conf", "named"),
+    [
+        ({"version_pattern": "v[0-9"}, "version_pattern"),
+        ({"version_pattern": "v?"}, "version_pattern"),
+        ({"strip_tenant": "maybe"}, "strip_tenant"),
+        ({"error_format": "xml"}, "error_format"),
+        ({"tenant_header": "X Tenant"}, "tenant_header"),
+        ({"tenant_hedaer": "X-Tenant"}, "tenant_hedaer"),
+    ],
+)
+def test_bad_options_fail_at_construction_naming_the_option(conf, named):
+    with pytest.raises(ConfigError) as caught:
+        TenantPath(Recorder(), conf)
+    assert named in str(caught.value)
+    assert "tenant_path" in str(caught.value)
+
+
+def test_options_from_oslo_config():
+    conf = cfg.ConfigOpts()
+    conf([], project="tenancy-test", default_config_files=[])
+    TenantPath(Recorder(), conf)  # registers the group
+    conf.set_override("tenant_header", "X-Project-Name", group="tenant_path")
+    recorder = Recorder()
+    app = TenantPath(recorder, conf)
+    call(app, "/v2.1/acme/x")
+    assert recorder.seen[-1]["HTTP_X_PROJECT_NAME"] == "acme"
+
+
+def test_bad_oslo_config_file_value_fails_at_construction(tmp_path):
+    path = tmp_path / "svc.conf"
+    path.write_text("[tenant_path]\nstrip_tenant = perhaps\n")
+    conf = cfg.ConfigOpts()
+    conf([], project="tenancy-test", default_config_files=[str(path)])
+    with pytest.raises(ConfigError) as caught:
+        TenantPath(Recorder(), conf)
+    assert "strip_tenant" in str(caught.value)
+
+
+def test_two_instances_keep_their_own_settings():
+    first, first_seen = build({"tenant_header": "X-One"})
+    second, second_seen = build({"tenant_header": "X-Two"})
+    call(first, "/v2.1/a/x")
+    call(second, "/v2.1/b/x")
+    assert first_seen.seen[-1]["HTTP_X_ONE"] == "a"
+    assert second_seen.seen[-1]["HTTP_X_TWO"] == "b"
+
+
+def test_refusals_are_logged_at_debug(caplog):
+    app, _ = build()
+    with caplog.at_level(logging.DEBUG, logger="tenancy_mw.tenant_path"):
+        call(app, "/v2.1/a%2Fb/x")
+    assert "a%2Fb" in caplog.text
