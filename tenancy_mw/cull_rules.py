@@ -159,27 +159,41 @@ class CullRule:
 class PathView:
     """A request path prepared once for matching against many rules.
 
+    :ivar lowered: the path in lower case, for the literal pre-test.
     :ivar readings: ``(segments, version indexes)`` pairs: the path as
         given and, when a segment holds a backslash, the path read with
-        backslashes as separators.
-    :ivar lowered: the path in lower case, for the literal pre-test.
+        backslashes as separators.  Worked out on first use only: most
+        requests fail every rule's literal pre-test first.
     """
 
-    __slots__ = ("lowered", "readings", "version_re")
+    __slots__ = ("_readings", "lowered", "segments", "version_re")
 
     def __init__(self, segments: tuple[str, ...], version_re: re.Pattern) -> None:
+        self.segments = segments
         self.version_re = version_re
         self.lowered = "/".join(segments).lower()
-        readings = [segments]
-        if "\\" in self.lowered:
-            readings.append(tuple(p for s in segments for p in s.split("\\") if p))
-        self.readings = tuple(
-            (reading, tuple(i for i, s in enumerate(reading) if _is_version(s, version_re))) for reading in readings
-        )
+        self._readings = None
+
+    @property
+    def readings(self) -> tuple:
+        if self._readings is None:
+            segments, version_re = self.segments, self.version_re
+            readings = ((segments, _version_indexes(segments, version_re)),)
+            if "\\" in self.lowered:
+                split = tuple(p for s in segments for p in s.split("\\") if p)
+                readings += ((split, _version_indexes(split, version_re)),)
+            self._readings = readings
+        return self._readings
 
 
 def _is_version(segment: str, version_re: re.Pattern) -> bool:
-    return version_re.fullmatch(segment) is not None or version_re.fullmatch(_bare(segment)) is not None
+    if version_re.fullmatch(segment) is not None:
+        return True
+    return (";" in segment or " " in segment) and version_re.fullmatch(_bare(segment)) is not None
+
+
+def _version_indexes(segments: tuple[str, ...], version_re: re.Pattern) -> tuple[int, ...]:
+    return tuple(i for i, s in enumerate(segments) if _is_version(s, version_re))
 
 
 def _bare(segment: str) -> str:

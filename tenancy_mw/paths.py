@@ -128,6 +128,8 @@ class CanonicalPath(NamedTuple):
     @property
     def collapsed(self) -> tuple[str, ...]:
         """The segments with the empty ones (from ``//``) left out."""
+        if "" not in self.segments:
+            return self.segments
         return tuple(s for s in self.segments if s)
 
     def __str__(self) -> str:
@@ -207,15 +209,15 @@ def target_path(target: str) -> str:
         >>> target_path("http://example.com/v2.1/x?limit=2")
         '/v2.1/x'
     """
-    match = _ABSOLUTE_FORM.match(target)
-    if match:
-        target = target[match.end():] or "/"
-    cut = len(target)
-    for mark in ("?", "#"):
-        pos = target.find(mark)
-        if pos != -1 and pos < cut:
-            cut = pos
-    return target[:cut]
+    if not target.startswith("/"):
+        match = _ABSOLUTE_FORM.match(target)
+        if match:
+            target = target[match.end():] or "/"
+    if "?" in target:
+        target = target.split("?", 1)[0]
+    if "#" in target:
+        target = target.split("#", 1)[0]
+    return target
 
 
 def canonicalize(path: str, *, encoded: bool = True, prefix_length: int = 0) -> CanonicalPath:
@@ -236,6 +238,10 @@ def canonicalize(path: str, *, encoded: bool = True, prefix_length: int = 0) -> 
     """
     if encoded:
         path = target_path(path)
+    return _canonicalize_path(path, encoded, prefix_length)
+
+
+def _canonicalize_path(path: str, encoded: bool, prefix_length: int) -> CanonicalPath:
     if path == "*":
         return CanonicalPath((), False, 0)
     if not path.startswith("/"):
@@ -275,10 +281,10 @@ def _compute(environ: dict, script: str, path_info: str) -> CanonicalPath:
         # Trust the raw target only while it still says what PATH_INFO says:
         # a filter or mount earlier in the pipeline may have rewritten it.
         if unquote(raw, encoding="latin-1") == script + path_info:
-            return canonicalize(raw, prefix_length=prefix_length)
+            return _canonicalize_path(raw, True, prefix_length)
     elif raw == "*":
         return CanonicalPath((), False, 0)
-    return canonicalize(script + path_info, encoded=False, prefix_length=prefix_length)
+    return _canonicalize_path(script + path_info, False, prefix_length)
 
 
 def canonical_path(environ: dict) -> CanonicalPath:

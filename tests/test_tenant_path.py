@@ -7,12 +7,17 @@ import logging
 
 import pytest
 import webtest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oslo_config import cfg
 from oslo_middleware.request_id import RequestId
 
 from tenancy_mw.base import ConfigError
+from tenancy_mw.tenant_ids import validate_tenant_id
 from tenancy_mw.tenant_path import TenantPath
 from tests.support.apps import Recorder
+from tests.support.wsgi import call as wsgi_call
+from tests.support.wsgi import make_environ
 
 
 def build(conf=None):
@@ -277,3 +282,20 @@ def test_refusals_are_logged_at_debug(caplog):
     with caplog.at_level(logging.DEBUG, logger="tenancy_mw.tenant_path"):
         call(app, "/v2.1/a%2Fb/x")
     assert "a%2Fb" in caplog.text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=80), st.sampled_from(["RAW_URI", "REQUEST_URI", None]))
+def test_any_request_target_gets_a_valid_tenant_or_a_400(data, raw_key):
+    """Whatever bytes follow /v1.0/, the filter passes a valid tenant id (or none) on, or answers 400."""
+    app, recorder = build()
+    target = "/v1.0/" + data.decode("latin-1").replace(" ", "%20")
+    status, _, body = wsgi_call(app, make_environ("GET", target, raw_key=raw_key))
+    if status == 400:
+        assert json.loads(body)["errors"][0]["code"].startswith(("tenancy.bad-path.", "tenancy.invalid-tenant-id."))
+        assert recorder.seen == []
+        return
+    assert status == 200
+    tenant = recorder.seen[0].get("tenancy.tenant_id")
+    if tenant is not None:
+        assert validate_tenant_id(tenant) == tenant
