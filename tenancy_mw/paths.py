@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import re
 from typing import NamedTuple
-from urllib.parse import unquote, unquote_to_bytes
+from urllib.parse import unquote_to_bytes
 
 __all__ = [
     "CanonicalPath",
@@ -81,6 +81,8 @@ ENVIRON_KEY = "tenancy.canonical_path"
 # A path made only of plain segments: no escapes, no empty or dot segments,
 # no control characters.  Most requests match, and skip the per-segment work.
 _PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_~!$&'()*+,;=:@-][A-Za-z0-9._~!$&'()*+,;=:@-]*)*/?")
+_PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_~!$&'()*+,;=:@-][A-Za-z0-9._~!$&'()*+,;=:@-]*")
+_ENCODED_SLASH = re.compile(r"%2[Ff]")
 _MALFORMED_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # After one decode, an escape that would decode to a separator, a dot, NUL or
 # another escape means the client encoded twice to slip one past a filter.
@@ -153,7 +155,8 @@ def _decode_segment(raw: str, encoded: bool) -> str:
                     "Path segment %r has a malformed percent-escape." % shorten(raw),
                     raw,
                 )
-            data = unquote_to_bytes(raw)
+            # The raw target is latin-1 text of the bytes sent; unquote the bytes.
+            data = unquote_to_bytes(raw.encode("latin-1", "surrogateescape"))
         else:
             data = raw.encode("latin-1", "surrogateescape")
         if b"/" in data:
@@ -177,7 +180,7 @@ def _decode_segment(raw: str, encoded: bool) -> str:
             "Path segment %r is not valid UTF-8 once decoded." % shorten(raw),
             raw,
         ) from None
-    if _CONTROL.search(text):
+    if not text.isprintable() and _CONTROL.search(text):
         rule = "nul" if "\x00" in text else "control-character"
         raise PathRefused(
             rule,
@@ -241,7 +244,8 @@ def canonicalize(path: str, *, encoded: bool = True, prefix_length: int = 0) -> 
     return _canonicalize_path(path, encoded, prefix_length)
 
 
-def _canonicalize_path(path: str, encoded: bool, prefix_length: int) -> CanonicalPath:
+def _canonicalize_path(path: str, encoded: bool, prefix_length: int, decoded: bytes | None = None) -> CanonicalPath:
+    """:func:`canonicalize` of a path (no query); *decoded* is its unquoted bytes if already known."""
     if path == "*":
         return CanonicalPath((), False, 0)
     if not path.startswith("/"):
@@ -258,8 +262,46 @@ def _canonicalize_path(path: str, encoded: bool, prefix_length: int) -> Canonica
     body = path[1:-1] if trailing else path[1:]
     if _PLAIN_PATH.fullmatch(path):
         return CanonicalPath(tuple(body.split("/")), trailing, prefix_length)
-    segments = tuple(_decode_segment(seg, encoded) for seg in body.split("/"))
+    if decoded is not None:
+        decoded = decoded[1:-1] if trailing else decoded[1:]
+    segments = _decode_body(body, encoded, decoded)
+    if segments is None:
+        # Some rule is broken: go segment by segment to name the fault.
+        plain = _PLAIN_SEGMENT.fullmatch
+        segments = tuple(seg if plain(seg) else _decode_segment(seg, encoded) for seg in body.split("/"))
     return CanonicalPath(segments, trailing, prefix_length)
+
+
+def _decode_body(body: str, encoded: bool, decoded: bytes | None) -> tuple[str, ...] | None:
+    """All segments of a path body decoded at once, or ``None`` if any rule may be broken.
+
+    One pass over the whole body is much cheaper than one per segment; the
+    checks are the same as :func:`_decode_segment`'s.
+    """
+    if encoded:
+        if "%" in body:
+            if _MALFORMED_ESCAPE.search(body) or _ENCODED_SLASH.search(body):
+                return None
+            data = decoded if decoded is not None else unquote_to_bytes(body.encode("latin-1", "surrogateescape"))
+        else:
+            data = body.encode("latin-1", "surrogateescape")
+    else:
+        try:
+            data = body.encode("latin-1")
+        except UnicodeEncodeError:
+            return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text.isprintable() and _CONTROL.search(text):
+        return None
+    if "%" in text and _SECOND_ESCAPE.search(text):
+        return None
+    segments = tuple(text.split("/"))
+    if "." in text and ("." in segments or ".." in segments):
+        return None
+    return segments
 
 
 def raw_request_path(environ: dict) -> str | None:
@@ -280,8 +322,13 @@ def _compute(environ: dict, script: str, path_info: str) -> CanonicalPath:
     if raw is not None and raw != "*":
         # Trust the raw target only while it still says what PATH_INFO says:
         # a filter or mount earlier in the pipeline may have rewritten it.
-        if unquote(raw, encoding="latin-1") == script + path_info:
-            return _canonicalize_path(raw, True, prefix_length)
+        if "%" not in raw:
+            if raw == script + path_info:
+                return _canonicalize_path(raw, True, prefix_length)
+        else:
+            decoded = unquote_to_bytes(raw.encode("latin-1", "surrogateescape"))
+            if decoded.decode("latin-1") == script + path_info:
+                return _canonicalize_path(raw, True, prefix_length, decoded)
     elif raw == "*":
         return CanonicalPath((), False, 0)
     return _canonicalize_path(script + path_info, False, prefix_length)

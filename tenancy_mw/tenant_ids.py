@@ -111,7 +111,7 @@ def validate_tenant_id(tenant_id: object) -> str:
             " may contain." % shorten(tenant_id),
             tenant_id,
         )
-    if _CONTROL.search(tenant_id):
+    if not tenant_id.isprintable() and _CONTROL.search(tenant_id):
         raise InvalidTenantId(
             "control-character",
             "Tenant id %r contains a control character." % shorten(tenant_id),
@@ -141,8 +141,9 @@ def quote_tenant_id(tenant_id: str) -> str:
 
 def find_version(segments: tuple[str, ...], pattern: re.Pattern, last_index: int) -> int:
     """Index of the first segment at or before *last_index* that *pattern* matches, or -1."""
-    for index in range(min(last_index, len(segments) - 1) + 1):
-        if pattern.fullmatch(segments[index]):
+    match = pattern.fullmatch
+    for index, segment in enumerate(segments[: last_index + 1]):
+        if match(segment):
             return index
     return -1
 

@@ -1,0 +1,508 @@
+"""Speed and memory of every tenancy_mw filter, next to oslo.middleware's ``RequestId``.
+
+Run it with ``make bench`` (or ``.venv/bin/python bench/run.py``).  The speed
+goals of the library live here and only here: timed assertions in the test
+suite would fail on a busy machine, a ratio measured in one run would not.
+
+Every filter is called in process, as a WSGI server calls it (no server, no
+webtest), around a tiny app that answers at once.  Each row is one request
+shape, timed in batches; the bare app's row is subtracted, so what is left
+is the filter's own cost (its *overhead*), which is then divided by the
+overhead of ``RequestId`` measured in the same run.  A ratio is what holds
+from one machine to another; absolute nanoseconds do not.
+
+See ``bench/README.rst`` for how to read the table and how to add a filter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from io import BytesIO
+from time import perf_counter_ns
+from urllib.parse import unquote
+
+from oslo_middleware.request_id import RequestId
+
+from tenancy_mw.tenant_path import TenantPath
+
+try:
+    from tenancy_mw.admin_cull import AdminCull
+except ModuleNotFoundError as exc:
+    # Only "the module is not written yet" is tolerated; a broken admin_cull
+    # (an import error inside it) must fail the bench, not drop its rows.
+    if exc.name != "tenancy_mw.admin_cull":
+        raise
+    AdminCull = None
+
+#: The goal of a filter that looks at every request: at most this share of
+#: what ``RequestId`` (a filter every OpenStack pipeline already runs) costs.
+ONE_THIRD = 1 / 3
+
+TENANT = "8f14e45fceea167a5a36dedd4bea2543"
+
+# What a WSGI server (gunicorn) hands a filter for an API call of a client
+# such as python-novaclient.  Copied for every request, as a server builds a
+# fresh environ; RAW_URI is gunicorn's raw request target, which tenancy_mw
+# prefers to the decoded PATH_INFO.
+BASE_ENVIRON = {
+    "REQUEST_METHOD": "GET",
+    "SCRIPT_NAME": "",
+    "PATH_INFO": "/",
+    "RAW_URI": "/",
+    "QUERY_STRING": "",
+    "SERVER_NAME": "compute.example.com",
+    "SERVER_PORT": "8774",
+    "SERVER_PROTOCOL": "HTTP/1.1",
+    "REMOTE_ADDR": "203.0.113.7",
+    "REMOTE_PORT": "53124",
+    "SERVER_SOFTWARE": "gunicorn/23.0.0",
+    "HTTP_HOST": "compute.example.com:8774",
+    "HTTP_ACCEPT": "application/json",
+    "HTTP_ACCEPT_ENCODING": "gzip, deflate",
+    "HTTP_CONNECTION": "keep-alive",
+    "HTTP_USER_AGENT": "python-novaclient keystoneauth1/5.8.0 python-requests/2.32.3 CPython/3.11.7",
+    "HTTP_X_AUTH_TOKEN": "gAAAAABnQx3k" + "Zq7vR2mT9yL4wP1sN8cB5dF0hJ6kX3aE" * 5,
+    "HTTP_X_OPENSTACK_NOVA_API_VERSION": "2.90",
+    "wsgi.version": (1, 0),
+    "wsgi.url_scheme": "http",
+    "wsgi.input": None,  # a fresh BytesIO per request, see _serve
+    "wsgi.errors": sys.stderr,
+    "wsgi.multithread": False,
+    "wsgi.multiprocess": True,
+    "wsgi.run_once": False,
+    "wsgi.input_terminated": True,
+}
+
+BODY = [b'{"servers": []}']
+
+
+def bare_app(environ, start_response):
+    """The wrapped service, reduced to nothing, so only the filters are measured."""
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", "15")])
+    return BODY
+
+
+def _write(data):
+    """The ``write`` callable a server's ``start_response`` returns; never used here."""
+
+
+def _start_response(status, headers, exc_info=None):
+    """A server's ``start_response`` minus the socket: in every row, so subtracted."""
+    return _write
+
+
+def target(raw_target: str, method: str = "GET") -> dict:
+    """``environ`` overrides for a request line: ``RAW_URI``, ``PATH_INFO``, ``QUERY_STRING``, method.
+
+    ``PATH_INFO`` is decoded the way a server decodes it (PEP 3333: bytes as
+    latin-1), so it agrees with ``RAW_URI`` as it does behind gunicorn.
+    """
+    path, _, query = raw_target.partition("?")
+    return {
+        "REQUEST_METHOD": method,
+        "RAW_URI": raw_target,
+        "PATH_INFO": unquote(path, encoding="latin-1"),
+        "QUERY_STRING": query,
+    }
+
+
+@dataclass
+class Case:
+    """One row of the table: a filter (or none) and the request it is timed on.
+
+    :ivar name: the row's name, unique; also the key in ``--json`` output.
+    :ivar filter: the name of the filter the row is about (its goal is per filter).
+    :ivar wrap: builds the filter around an app: ``callable(app) -> app``.
+    :ivar environ: overrides of :data:`BASE_ENVIRON` (see :func:`target`).
+    :ivar body: the request body, a fresh ``wsgi.input`` per request.
+    :ivar goal: the highest allowed overhead / ``RequestId`` overhead, or ``None``.
+    :ivar reaches_app: checked once before timing, on the environ the app
+        saw: proves the row times the path it claims (the pass-through one,
+        not an error answer).  ``None``: only check the app was reached.
+    """
+
+    name: str
+    filter: str
+    wrap: Callable[[Callable], Callable]
+    environ: dict = field(default_factory=dict)
+    body: bytes = b""
+    goal: float | None = None
+    reaches_app: Callable[[dict], bool] | None = None
+
+    def template(self) -> dict:
+        environ = dict(BASE_ENVIRON, **self.environ)
+        if self.body:
+            environ["CONTENT_LENGTH"] = str(len(self.body))
+        return environ
+
+
+def _has_tenant(tenant_id: str) -> Callable[[dict], bool]:
+    return lambda seen: seen.get("tenancy.tenant_id") == tenant_id
+
+
+def _no_tenant(seen: dict) -> bool:
+    return "tenancy.tenant_id" not in seen
+
+
+BARE = "bare app"
+REQUEST_ID = "RequestId"
+
+#: The rows, in print order.  A new filter is one or a few entries here.
+CASES = [
+    Case(BARE, "-", lambda app: app, target("/v2.1/%s/servers/detail" % TENANT)),
+    Case(
+        REQUEST_ID,
+        "oslo RequestId",
+        lambda app: RequestId(app, {}),
+        target("/v2.1/%s/servers/detail" % TENANT),
+        reaches_app=lambda seen: "openstack.request_id" in seen,
+    ),
+    Case(
+        "tenant_path match",
+        "tenant_path",
+        lambda app: TenantPath(app, {}),
+        target("/v2.1/%s/servers/detail?limit=20" % TENANT),
+        goal=ONE_THIRD,
+        reaches_app=_has_tenant(TENANT),
+    ),
+    Case(
+        "tenant_path version doc",
+        "tenant_path",
+        lambda app: TenantPath(app, {}),
+        target("/v2.1/"),
+        goal=ONE_THIRD,
+        reaches_app=_no_tenant,
+    ),
+    Case(
+        "tenant_path healthcheck",
+        "tenant_path",
+        lambda app: TenantPath(app, {}),
+        target("/healthcheck"),
+        goal=ONE_THIRD,
+        reaches_app=_no_tenant,
+    ),
+    Case(
+        "tenant_path encoded",
+        "tenant_path",
+        lambda app: TenantPath(app, {}),
+        target("/v1.0/Bob's%20Tenant/widgets"),
+        goal=ONE_THIRD,
+        reaches_app=_has_tenant("Bob's Tenant"),
+    ),
+]
+
+if AdminCull is not None:
+    CASES += [
+        Case(
+            "admin_cull GET",
+            "admin_cull",
+            lambda app: AdminCull(app, {}),
+            target("/v2.1/%s/servers/detail?limit=20" % TENANT),
+            goal=ONE_THIRD,
+        ),
+        Case(
+            "admin_cull POST",
+            "admin_cull",
+            lambda app: AdminCull(app, {}),
+            dict(target("/v2.1/%s/servers" % TENANT, method="POST"), CONTENT_TYPE="application/json"),
+            body=b'{"server": {"name": "web1", "imageRef": "70a599e0", "flavorRef": "1"}}',
+            goal=ONE_THIRD,
+        ),
+        # The public pipeline of the README: the second filter reuses the
+        # canonical path the first one cached in the environ.  No goal: it
+        # is two filters; it shows what the cache saves.
+        Case(
+            "admin_cull+tenant_path",
+            "pipeline",
+            lambda app: AdminCull(TenantPath(app, {}), {}),
+            target("/v2.1/%s/servers/detail?limit=20" % TENANT),
+            reaches_app=_has_tenant(TENANT),
+        ),
+    ]
+
+
+@dataclass
+class Row:
+    """A case built and measured."""
+
+    case: Case
+    app: Callable
+    template: dict
+    batches_ns: list[int] = field(default_factory=list)
+    peak_bytes: float = 0.0
+    retained_bytes: float = 0.0
+
+
+def build(case: Case) -> Row:
+    """Wrap :func:`bare_app` in the case's filter and check the row times what it claims."""
+    seen = {}
+
+    def recording_app(environ, start_response):
+        seen.update(environ)
+        return bare_app(environ, start_response)
+
+    template = case.template()
+    statuses = []
+    probe = case.wrap(recording_app)
+    environ = dict(template, **{"wsgi.input": BytesIO(case.body)})
+    body = b"".join(probe(environ, lambda status, headers, exc_info=None: statuses.append(status)))
+    if not seen or not statuses[0].startswith("200"):
+        raise SystemExit(
+            "bench case %r did not reach the app: %s %r" % (case.name, statuses[0] if statuses else "-", body[:200])
+        )
+    if case.reaches_app is not None and not case.reaches_app(seen):
+        raise SystemExit("bench case %r: the app did not see what the case is about" % case.name)
+    return Row(case, case.wrap(bare_app), template)
+
+
+def time_batch(row: Row, calls: int) -> int:
+    """Nanoseconds for *calls* requests, served as a WSGI server serves them.
+
+    The loop is written out (no helper call per request) so the harness
+    cost stays small next to the filters; what remains of it is the same in
+    every row and goes away in the subtraction.
+    """
+    app = row.app
+    copy = row.template.copy
+    body = row.case.body
+    start_response = _start_response
+    start = perf_counter_ns()
+    for _ in range(calls):
+        environ = copy()
+        environ["wsgi.input"] = BytesIO(body)
+        result = app(environ, start_response)
+        try:
+            for _chunk in result:
+                pass
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+    return perf_counter_ns() - start
+
+
+def measure_time(rows: list[Row], calls: int, repeats: int, seed: int = 0) -> None:
+    """Time every row *repeats* times; the rows take turns in a new order each round.
+
+    Interleaving spreads machine noise (another process, a CPU frequency
+    change) over all rows alike instead of over whichever row ran at that
+    moment.  A full ``gc.collect()`` before each batch starts every batch
+    from the same heap; the collector stays on during the batch, since the
+    collections a filter's allocations cause are part of its cost.
+    """
+    shuffle = random.Random(seed).shuffle
+    for row in rows:
+        time_batch(row, max(calls // 10, 10))  # warm-up: caches, specialised bytecode
+    order = list(rows)
+    for _ in range(repeats):
+        shuffle(order)
+        for row in order:
+            gc.collect()
+            row.batches_ns.append(time_batch(row, calls))
+
+
+def _serve(app: Callable, template: dict, body: bytes) -> None:
+    """One request, as in :func:`time_batch`; everything it made is freed on return."""
+    environ = template.copy()
+    environ["wsgi.input"] = BytesIO(body)
+    result = app(environ, _start_response)
+    try:
+        for _chunk in result:
+            pass
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+
+
+def measure_memory(rows: list[Row], calls: int, warmup: int = 2_500) -> None:
+    """Peak and retained bytes of one request, averaged over *calls* requests, per row.
+
+    *Peak*: the most memory the request held at once above what was live
+    before it (``tracemalloc`` peak, reset before each request); it is what
+    each request in flight adds to a worker.  *Retained*: what was still
+    allocated after the request returned and dropped every reference.  The
+    cycle collector is off during this pass, so retained bytes are garbage
+    left in reference cycles, a cache filling up, or a leak; it should be 0.
+
+    The *warmup* requests, untraced, fill one-time caches and CPython's
+    free lists first: a free list (up to 2000 tuples of each size) that is
+    still filling shows as some 64 bytes "retained" per request although
+    nothing leaks.  A separate pass from the timing: tracemalloc makes every
+    allocation several times slower.
+    """
+    gc.collect()
+    gc.disable()
+    try:
+        for row in rows:
+            app, template, body = row.app, row.template, row.case.body
+            for _ in range(warmup):
+                _serve(app, template, body)
+            tracemalloc.start()
+            try:
+                peak_total = retained_total = 0
+                for _ in range(calls):
+                    tracemalloc.reset_peak()
+                    before = tracemalloc.get_traced_memory()[0]
+                    _serve(app, template, body)
+                    current, peak = tracemalloc.get_traced_memory()
+                    peak_total += peak - before
+                    retained_total += current - before
+            finally:
+                tracemalloc.stop()
+            row.peak_bytes = peak_total / calls
+            row.retained_bytes = retained_total / calls
+            gc.collect()
+    finally:
+        gc.enable()
+
+
+def results(rows: list[Row], calls: int) -> list[dict]:
+    """Per-request numbers of every row, from the minimum batch of each.
+
+    The minimum, not the median: noise only ever adds time, so the fastest
+    batch is the one closest to the code's own cost.  Medians are kept in
+    the JSON output for comparison.
+    """
+    per_request = {row.case.name: min(row.batches_ns) / calls for row in rows}
+    bare = per_request[BARE]
+    bare_peak = next(row.peak_bytes for row in rows if row.case.name == BARE)
+    request_id = per_request[REQUEST_ID] - bare
+    out = []
+    for row in rows:
+        case = row.case
+        overhead = per_request[case.name] - bare
+        ratio = overhead / request_id if request_id > 0 else float("nan")
+        if case.goal is None:
+            verdict = "-"
+        else:
+            verdict = "PASS" if ratio <= case.goal else "MISS"
+        out.append(
+            {
+                "name": case.name,
+                "filter": case.filter,
+                "method": row.template["REQUEST_METHOD"],
+                "target": row.template["RAW_URI"],
+                "total_ns": per_request[case.name],
+                "median_ns": statistics.median(row.batches_ns) / calls,
+                "overhead_ns": overhead,
+                "ratio_to_request_id": ratio,
+                "peak_bytes": row.peak_bytes,
+                "peak_overhead_bytes": row.peak_bytes - bare_peak,
+                "retained_bytes": row.retained_bytes,
+                "goal_ratio": case.goal,
+                "result": verdict,
+            }
+        )
+    return out
+
+
+def goal_lines(cases: list[Case]) -> list[str]:
+    """One goal line per filter that has a goal."""
+    goals = {}
+    for case in cases:
+        if case.goal is not None:
+            goals.setdefault(case.filter, case.goal)
+    lines = []
+    for name, goal in goals.items():
+        share = "1/3" if abs(goal - ONE_THIRD) < 1e-9 else "%.2f" % goal
+        lines.append("goal %-12s overhead <= %s of RequestId's overhead" % (name + ":", share))
+    return lines
+
+
+def table(rows: list[dict]) -> str:
+    """The results as fixed-width text."""
+    head = ("case", "filter", "ns/req", "overhead", "xRequestId", "peak B", "+B/bare", "retain B", "goal")
+    fmt = "%-24s %-15s %9s %9s %10s %8s %8s %8s  %s"
+    lines = [fmt % head, "-" * 104]
+    for r in rows:
+        is_base = r["name"] == BARE
+        lines.append(
+            fmt
+            % (
+                r["name"],
+                r["filter"],
+                "%.0f" % r["total_ns"],
+                "-" if is_base else "%.0f" % r["overhead_ns"],
+                "-" if is_base else "%.3f" % r["ratio_to_request_id"],
+                "%.0f" % r["peak_bytes"],
+                "-" if is_base else "%+.0f" % r["peak_overhead_bytes"],
+                "%.0f" % r["retained_bytes"],
+                r["result"],
+            )
+        )
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="few iterations: checks the bench runs, numbers are rough")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a row misses its goal")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    parser.add_argument("--calls", type=int, help="requests per timed batch (default 20000, --quick 300)")
+    parser.add_argument("--repeats", type=int, help="timed batches per row (default 9, --quick 2)")
+    parser.add_argument("--memory-calls", type=int, help="requests per row in the memory pass (default 2000)")
+    args = parser.parse_args(argv)
+    args.calls = args.calls or (300 if args.quick else 20_000)
+    args.repeats = args.repeats or (2 if args.quick else 9)
+    args.memory_calls = args.memory_calls or (50 if args.quick else 2_000)
+    if min(args.calls, args.repeats, args.memory_calls) < 1:
+        parser.error("--calls, --repeats and --memory-calls must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    rows = [build(case) for case in CASES]
+    started = perf_counter_ns()
+    measure_time(rows, args.calls, args.repeats)
+    measure_memory(rows, args.memory_calls)
+    elapsed = (perf_counter_ns() - started) / 1e9
+    out = results(rows, args.calls)
+
+    print("tenancy_mw bench: Python %s (%s), %s" % (platform.python_version(), platform.python_implementation(),
+                                                     platform.platform()))
+    print("machine %s, %s CPUs; %d batches x %d requests per row, minimum batch; memory over %d requests; %.1f s"
+          % (platform.machine(), os.cpu_count(), args.repeats, args.calls, args.memory_calls, elapsed))
+    if AdminCull is None:
+        print("admin_cull: not importable yet, its rows are left out")
+    for line in goal_lines(CASES):
+        print(line)
+    print()
+    print(table(out))
+    misses = [r["name"] for r in out if r["result"] == "MISS"]
+    if misses:
+        print("\nMISS: %s" % ", ".join(misses))
+
+    if args.json:
+        report = {
+            "python": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "platform": platform.platform(),
+            "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+            "calls": args.calls,
+            "repeats": args.repeats,
+            "memory_calls": args.memory_calls,
+            "statistic": "min",
+            "seconds": elapsed,
+            "rows": out,
+        }
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=2)
+            handle.write("\n")
+    return 1 if args.check and misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""``bench/run.py`` runs and reports every row; its numbers are never judged here.
+
+Speed goals live in the bench (``make bench``), not in timed tests: a busy
+CI machine would fail a timed assertion.  This test only keeps the bench
+working, so its table is there when someone runs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "bench" / "run.py"
+
+ROWS = [
+    "bare app",
+    "RequestId",
+    "tenant_path match",
+    "tenant_path version doc",
+    "tenant_path healthcheck",
+    "tenant_path encoded",
+]
+# The bench picks these up by itself once tenancy_mw.admin_cull imports.
+ADMIN_CULL_ROWS = ["admin_cull GET", "admin_cull POST", "admin_cull+tenant_path"]
+
+
+def expected_rows() -> list[str]:
+    if importlib.util.find_spec("tenancy_mw.admin_cull") is None:
+        return ROWS
+    return ROWS + ADMIN_CULL_ROWS
+
+
+def run_bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--json", str(out), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc, json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_quick_run_reports_every_row(tmp_path):
+    proc, report = run_bench(tmp_path)
+    names = [row["name"] for row in report["rows"]]
+    assert names == expected_rows()
+    for row in report["rows"]:
+        for key in ("total_ns", "median_ns", "peak_bytes"):
+            assert isinstance(row[key], float | int), (row["name"], key)
+            assert math.isfinite(row[key]), (row["name"], key, row[key])
+            assert row[key] > 0, (row["name"], key, row[key])
+        for key in ("overhead_ns", "ratio_to_request_id", "peak_overhead_bytes", "retained_bytes"):
+            assert math.isfinite(row[key]), (row["name"], key, row[key])
+        assert row["result"] in ("PASS", "MISS", "-")
+        # Every row is printed in the table too.
+        assert row["name"] in proc.stdout
+    by_name = {row["name"]: row for row in report["rows"]}
+    assert by_name["bare app"]["overhead_ns"] == 0
+    assert by_name["RequestId"]["ratio_to_request_id"] == 1
+    for name in names:
+        if name.startswith(("tenant_path ", "admin_cull ")):
+            assert by_name[name]["goal_ratio"] == 1 / 3, name
+            assert by_name[name]["result"] in ("PASS", "MISS"), name
+    assert report["calls"] > 0
+    assert report["repeats"] > 0
+    assert report["python"] == "%d.%d.%d" % sys.version_info[:3]
+    assert "goal tenant_path:" in proc.stdout
+
+
+def test_header_names_the_machine(tmp_path):
+    proc, report = run_bench(tmp_path, "--repeats", "1", "--calls", "50", "--memory-calls", "5")
+    first = proc.stdout.splitlines()[0]
+    assert "Python %s" % report["python"] in first
+    assert report["platform"] in first
+    assert report["repeats"] == 1
+    assert report["calls"] == 50
