@@ -28,7 +28,7 @@ demo: $(BIN)/.installed-demo
 	@echo "tenancy_mw demo: http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/  (Ctrl-C stops it)"
 	@echo "  curl -s -X POST -H 'Content-Type: application/json' -d '{\"server\": {\"name\": \"web1\"}}' http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/acme/servers"
 	@echo "  curl -s http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/acme/servers"
-	cd examples && ../$(BIN)/gunicorn --paste api-paste.ini --bind $(DEMO_HOST):$(DEMO_PORT) --workers 2
+	cd examples && ../$(BIN)/gunicorn --paste api-paste.ini --bind $(DEMO_HOST):$(DEMO_PORT) --workers 2 --no-control-socket
 
 programs:
 	@for entry in $(TEST_PROGRAMS); do \

@@ -25,16 +25,17 @@ How it decides
     one ``tenant_path`` uses, whether or not ``tenant_path`` runs before it.
     A path with no canonical form (``%2F``, ``%00``, ``%252F``, dot
     segments, invalid UTF-8, ...) is answered ``400`` and never reaches the
-    app.  The method is upper-cased, ``HEAD`` counts as ``GET``, and a
-    method override (the ``X-HTTP-Method-Override``, ``X-HTTP-Method`` and
-    ``X-Method-Override`` headers, a ``_method`` query parameter or form
-    field) is judged as the method it names: a request is culled if any of
-    its methods is (``method_override = refuse`` answers ``400`` to any
-    override instead).  Rules match leniently (see
-    :mod:`tenancy_mw.cull_rules`): literal segments ignore case, path
-    parameters and extensions, ``{version}`` is looked for at every
-    segment, and a backslash is also read as a separator, so what a lenient
-    router could take for an admin call is culled too.
+    app.  Rules match leniently (see :mod:`tenancy_mw.cull_rules`), so
+    what a lenient router could take for an admin call is culled too.  The
+    method is upper-cased and ``HEAD`` counts as ``GET``.  When the path
+    matches a rule but the method does not, method overrides (the
+    ``X-HTTP-Method-Override``, ``X-HTTP-Method`` and ``X-Method-Override``
+    headers, a ``_method`` query parameter or form field, read as webob
+    reads them) are judged as the methods they name; a form body is read
+    only then, at most :data:`FORM_BODY_LIMIT` bytes.  ``method_override =
+    refuse`` answers ``400`` to overrides instead.  When ``tenant_path``
+    strips the tenant segment, before or after this filter, the stripped
+    path the app routes on is judged too.
 
 The answer
     ``404`` by default, so the admin API cannot be discovered from the
@@ -68,20 +69,21 @@ From Python::
 
 from __future__ import annotations
 
+import io
 import logging
 import re
 from collections.abc import Callable
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote
 
 from oslo_config import cfg
 
 from tenancy_mw.base import TenancyMiddleware
 from tenancy_mw.cull_rules import DEFAULT_RULES, TENANT_READ_RULE, PathView, RuleError, parse_rules
 from tenancy_mw.errors import REQUEST_ID_KEY
-from tenancy_mw.paths import PathRefused, canonical_path, shorten
+from tenancy_mw.paths import REJUDGE_KEY, REWRITTEN_KEY, PathRefused, canonical_path, routed_path, shorten
 from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN
 
-__all__ = ["OVERRIDE_HEADERS", "AdminCull"]
+__all__ = ["FORM_BODY_LIMIT", "OVERRIDE_HEADERS", "AdminCull"]
 
 LOG = logging.getLogger(__name__)
 
@@ -89,6 +91,10 @@ LOG = logging.getLogger(__name__)
 OVERRIDE_HEADERS = ("HTTP_X_HTTP_METHOD_OVERRIDE", "HTTP_X_HTTP_METHOD", "HTTP_X_METHOD_OVERRIDE")
 
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+#: The largest form body read to look for a ``_method`` field, in bytes; a
+#: larger one on an admin path is refused (413) rather than passed unjudged.
+FORM_BODY_LIMIT = 1024 * 1024
 
 OPTS = [
     cfg.MultiStrOpt(
@@ -179,62 +185,84 @@ class AdminCull(TenancyMiddleware):
         self.admin_roles = frozenset(r.strip().lower() for r in options.admin_roles if r.strip())
 
     def __call__(self, environ: dict, start_response: Callable):
-        try:
-            canonical = canonical_path(environ)
-        except PathRefused as exc:
-            LOG.info("admin_cull refused path %r: %s", exc.value, exc.detail)
-            return self.error(environ, start_response, 400, "tenancy.bad-path." + exc.rule, exc.detail)
-        method = environ.get("REQUEST_METHOD", "GET").upper()
-        methods = {method}
-        if method == "HEAD":
-            methods.add("GET")
-        try:
-            overrides = self._overrides(environ, method)
-        except _UnreadableForm as exc:
-            return self.error(
-                environ,
-                start_response,
-                400,
-                "tenancy.unreadable-form",
-                "The form body could not be read to look for a _method field: %s" % shorten(str(exc)),
-            )
-        if overrides:
-            if self.refuse_overrides:
-                return self.error(
-                    environ,
-                    start_response,
-                    400,
-                    "tenancy.method-override-refused",
-                    "Method overrides are not accepted here (got %s)." % ", ".join(sorted(map(repr, overrides))),
-                )
-            methods.update(overrides)
-            if "HEAD" in overrides:
-                methods.add("GET")
-        view = PathView(canonical.collapsed, self.version_re)
-        for rule in self.rules:
-            if rule.matches_view(view, methods):
-                if self.admin_roles and self._is_confirmed_admin(environ):
-                    break
-                return self._cull(environ, start_response, method, canonical, rule)
+        refusal = self.judge(environ)
+        if refusal is not None:
+            return refusal(start_response)
+        # Judge again if a filter after this one rewrites the path (tenant_path's strip_tenant).
+        environ.setdefault(REJUDGE_KEY, []).append(self.judge)
         return self.application(environ, start_response)
 
-    @staticmethod
-    def _overrides(environ: dict, method: str) -> set[str]:
-        found = set()
-        for key in OVERRIDE_HEADERS:
-            value = environ.get(key)
-            if value is not None:
-                named = {v.strip().upper() for v in value.split(",") if v.strip()}
-                found.update(named or {"<empty>"})
-        query = environ.get("QUERY_STRING", "")
-        if "_method" in query.lower():
-            for key, value in parse_qsl(query, keep_blank_values=True):
-                if key.lower() == "_method":
-                    found.add(value.strip().upper() or "<empty>")
-        content_type = environ.get("CONTENT_TYPE", "").lower()
-        if method == "POST" and content_type.startswith(_FORM_TYPES):
-            found.update(_form_method_fields(environ))
-        return found
+    def judge(self, environ: dict) -> Callable[[Callable], list[bytes]] | None:
+        """``None`` if the request may reach the app, else a callable that answers it.
+
+        The callable takes ``start_response`` and returns the WSGI body.
+        Every view of the path is judged: the client's, and after a rewrite
+        by a tenancy filter, the one the app will route on.
+        """
+        try:
+            canonical = canonical_path(environ)
+            views = [self._view(canonical)]
+            if environ.get(REWRITTEN_KEY):
+                views.append(self._view(routed_path(environ)))
+        except PathRefused as exc:
+            LOG.info("admin_cull refused path %r: %s", exc.value, exc.detail)
+            return self._answer(environ, 400, "tenancy.bad-path." + exc.rule, exc.detail)
+        method = environ.get("REQUEST_METHOD", "GET").upper()
+        if self.refuse_overrides:
+            named = _header_overrides(environ) | _query_overrides(environ)
+            if named:
+                return self._refuse_overrides(environ, named)
+        judged = _judged_as(method)
+        for rule in self.rules:
+            if rule.applies_to(judged):
+                for view in views:
+                    if rule.matches_path(view):
+                        return self._cull_unless_admin(environ, method, canonical, rule)
+        if not _may_override(environ, method):
+            return None
+        # The request may name another method: judge the path against the
+        # rules for other methods, then what the overrides name.
+        others = [r for r in self.rules if not r.applies_to(judged) and any(r.matches_path(v) for v in views)]
+        if not others:
+            return None
+        try:
+            overrides = _header_overrides(environ) | _query_overrides(environ) | _form_overrides(environ, method)
+        except _UnreadableBody as exc:
+            return self._answer(environ, exc.status, exc.code, exc.detail)
+        if overrides and self.refuse_overrides:
+            return self._refuse_overrides(environ, overrides)
+        for override in overrides:
+            for rule in others:
+                if rule.applies_to(_judged_as(override)):
+                    return self._cull_unless_admin(environ, "%s (as %s)" % (method, override), canonical, rule)
+        return None
+
+    def _cull_unless_admin(self, environ: dict, method: str, canonical, rule) -> Callable | None:
+        if self.admin_roles and self._is_confirmed_admin(environ):
+            return None
+        return self._cull(environ, method, canonical, rule)
+
+    def _view(self, canonical) -> PathView:
+        segments = canonical.segments
+        prefix = canonical.prefix_length
+        if "" in segments:
+            prefix = sum(1 for s in segments[:prefix] if s)
+            segments = canonical.collapsed
+        return PathView(segments, self.version_re, prefix)
+
+    def _answer(self, environ: dict, status: int, code: str, detail: str) -> Callable:
+        def answer(start_response):
+            return self.error(environ, start_response, status, code, detail)
+
+        return answer
+
+    def _refuse_overrides(self, environ: dict, named: set) -> Callable:
+        return self._answer(
+            environ,
+            400,
+            "tenancy.method-override-refused",
+            "Method overrides are not accepted here (got %s)." % ", ".join(sorted(map(repr, named))),
+        )
 
     def _is_confirmed_admin(self, environ: dict) -> bool:
         if environ.get("HTTP_X_IDENTITY_STATUS") != "Confirmed":
@@ -242,7 +270,7 @@ class AdminCull(TenancyMiddleware):
         roles = environ.get("HTTP_X_ROLES", "")
         return any(role.strip().lower() in self.admin_roles for role in roles.split(","))
 
-    def _cull(self, environ: dict, start_response: Callable, method: str, canonical, rule) -> list[bytes]:
+    def _cull(self, environ: dict, method: str, canonical, rule) -> Callable:
         LOG.info(
             "admin_cull culled %s %s from %s (request %s, rule %r)",
             method,
@@ -252,34 +280,119 @@ class AdminCull(TenancyMiddleware):
             rule.source,
         )
         if self.cull_status == 404:
-            return self.error(environ, start_response, 404, "tenancy.not-found", "The resource could not be found.")
-        return self.error(
+            return self._answer(environ, 404, "tenancy.not-found", "The resource could not be found.")
+        return self._answer(
             environ,
-            start_response,
             403,
             "tenancy.admin-call",
             "%s %s is an admin call, not available on this endpoint." % (method, shorten(str(canonical))),
         )
 
 
-class _UnreadableForm(ValueError):
-    """A form body that could not be parsed: it is refused, not passed on unjudged."""
+def _judged_as(method: str) -> set[str]:
+    """The methods a request with *method* is judged as: HEAD is a GET too."""
+    return {method, "GET"} if method == "HEAD" else {method}
 
 
-def _form_method_fields(environ: dict) -> set[str]:
-    """``_method`` fields of a form body; the body is left readable from its start."""
+def _may_override(environ: dict, method: str) -> bool:
+    """A cheap test: could this request carry a method override at all?"""
+    for key in OVERRIDE_HEADERS:
+        if key in environ:
+            return True
+    query = environ.get("QUERY_STRING", "")
+    # webob decodes keys, so an escape may spell _method too.
+    if query and ("%" in query or "method" in query.lower()):
+        return True
+    if _reads_form(environ, method):
+        return environ.get("CONTENT_LENGTH", "") not in ("", "0") or bool(environ.get("wsgi.input_terminated"))
+    return False
+
+
+def _reads_form(environ: dict, method: str) -> bool:
+    """Whether webob would parse this request's body as a form: the same test as ``Request.POST``."""
+    content_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
+    if content_type:
+        return content_type in _FORM_TYPES
+    return method == "POST"
+
+
+def _override_values(values) -> set[str]:
+    named = set()
+    for value in values:
+        parts = {v.strip().upper() for v in str(value).split(",") if v.strip()}
+        named |= parts or {"<empty>"}
+    return named
+
+
+def _header_overrides(environ: dict) -> set[str]:
+    return _override_values(environ[key] for key in OVERRIDE_HEADERS if key in environ)
+
+
+def _query_overrides(environ: dict) -> set[str]:
+    """``_method`` query parameters, read as webob reads them (``&`` and ``;``, decoded keys, any case)."""
+    if not environ.get("QUERY_STRING"):
+        return set()
     import webob
 
-    request = webob.Request(environ)
+    params = webob.Request({"QUERY_STRING": environ["QUERY_STRING"]}).GET
+    return _override_values(v for k, v in params.items() if k.strip().lower() == "_method")
+
+
+class _UnreadableBody(ValueError):
+    """A body that could not be read to look for ``_method``: refused, never passed on unjudged."""
+
+    def __init__(self, status: int, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail = status, code, detail
+
+
+def _form_overrides(environ: dict, method: str) -> set[str]:
+    """``_method`` fields of a form body, for every request webob would read a form from.
+
+    webob parses a form body for a POST with no or a form content type and
+    for any other method with a form content type; so does this.  The body
+    is read once, at most :data:`FORM_BODY_LIMIT` bytes, and left for the app
+    as a fresh stream.
+    """
+    if not _reads_form(environ, method):
+        return set()
+    content_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
+    length = environ.get("CONTENT_LENGTH", "").strip()
     try:
-        body = request.body
-        values = request.POST.getall("_method") if b"_method" in body.lower() else []
-    except Exception as exc:  # noqa: BLE001 - any parse failure is refused by the caller
-        raise _UnreadableForm(str(exc) or type(exc).__name__) from None
-    finally:
-        # webob leaves a seekable copy in wsgi.input; rewind it for the app.
-        request.body_file_raw.seek(0)
-    if b"_method" in body.lower() and not values:
-        # Another parser might still find the field this one could not.
-        raise _UnreadableForm("it mentions _method but holds no _method field this filter can read")
-    return {str(v).strip().upper() or "<empty>" for v in values}
+        size = int(length) if length else None
+    except ValueError:
+        raise _UnreadableBody(400, "tenancy.unreadable-form", "Content-Length %r is not a number." % length) from None
+    if size is None and not environ.get("wsgi.input_terminated"):
+        return set()  # WSGI: no Content-Length and no terminated input means no body
+    if size is not None and size > FORM_BODY_LIMIT:
+        raise _UnreadableBody(
+            413,
+            "tenancy.form-too-large",
+            "A form body of %d bytes is too large to check for a _method field here (at most %d)."
+            % (size, FORM_BODY_LIMIT),
+        )
+    try:
+        data = environ["wsgi.input"].read(size if size is not None else FORM_BODY_LIMIT + 1)
+    except Exception as exc:  # noqa: BLE001 - a broken body (bad chunking, early close) is refused
+        raise _UnreadableBody(400, "tenancy.unreadable-form", "The body could not be read: %s" % exc) from None
+    if len(data) > FORM_BODY_LIMIT:
+        raise _UnreadableBody(
+            413, "tenancy.form-too-large", "The form body is too large to check for a _method field here."
+        )
+    environ["wsgi.input"] = io.BytesIO(data)
+    environ["CONTENT_LENGTH"] = str(len(data))
+    import webob
+
+    parse_environ = dict(environ, **{"wsgi.input": io.BytesIO(data), "QUERY_STRING": ""})
+    try:
+        fields = webob.Request(parse_environ).POST
+        # Some clients percent-encode multipart field names (RFC 7578 allows it).
+        values = [v for k, v in fields.items() if unquote(str(k)).strip().lower() == "_method"]
+        if content_type != "multipart/form-data":
+            # Older parsers also split url-encoded forms at ';' (webob splits only
+            # at '&'): a field either would find counts.
+            text = data.decode("latin-1").replace(";", "&")
+            values += [v for k, v in parse_qsl(text, keep_blank_values=True) if k.strip().lower() == "_method"]
+    except Exception as exc:  # noqa: BLE001 - any parse failure is refused
+        raise _UnreadableBody(400, "tenancy.unreadable-form", "The form body could not be read: %s" % exc) from None
+    return _override_values(values)

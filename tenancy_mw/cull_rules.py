@@ -31,20 +31,26 @@ Pattern tokens, separated by ``/``
         case).
 
 Where a pattern is tried
-    A pattern whose first token is ``{version}`` is tried at every segment
-    that matches ``version_pattern``; one that starts with ``**`` matches
-    anywhere.  Any other pattern names a *resource path* and is tried at
-    the root of the path, right after each version segment (APIs without a
-    tenant in the URL) and right after the segment that follows it (the
-    tenant).  So ``PUT,DELETE /os-services/*`` culls
-    ``/v2.1/{tenant}/os-services/x``, ``/v2.1/os-services/x`` and
-    ``/os-services/x`` alike.  A pattern must match up to the last segment;
-    end it with ``/**`` to take in everything below.
+    A pattern whose first token is ``{version}`` is tried at each
+    version-like segment of the mount point (``SCRIPT_NAME``), at the first
+    segment after it, and at the first version-like segment anywhere.  Any
+    other pattern may start at any segment, so ``PUT,DELETE /os-services/*``
+    culls ``/v2.1/{tenant}/os-services/x``, ``/v2.1/os-services/x`` and
+    ``/os-services/x`` alike, wherever the app is mounted.  A pattern must
+    match up to the last segment; end it with ``/**`` to take in everything
+    below.
 
-Paths are matched in the canonical form of :mod:`tenancy_mw.paths`, empty
-segments dropped, trailing slash ignored.  A segment holding a backslash is
-also matched as if the backslash were a ``/`` (some servers and proxies
-treat it so); a request is culled when either reading matches.
+How a path is read
+    In the canonical form of :mod:`tenancy_mw.paths`, empty segments
+    dropped, trailing slash ignored, and also as lenient routers and
+    proxies might read it; a rule matches when it matches any reading:
+
+    - literal segments compare case-folded (after NFKC for non-ASCII text,
+      so fullwidth letters compare as ASCII), without ``;`` parameters,
+      outer spaces or a final ``.extension``;
+    - a segment that is empty once ``;`` parameters and spaces are dropped
+      (``/;/``, ``/%20/``) is also read as absent;
+    - a backslash is also read as a separator.
 
 Example::
 
@@ -57,6 +63,7 @@ Example::
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -102,17 +109,18 @@ class CullRule:
     Build it with :func:`parse_rule`.
     """
 
-    __slots__ = ("anchor", "literals", "methods", "source", "tokens")
+    __slots__ = ("anchor", "fixed_length", "literals", "methods", "source", "tokens")
 
     def __init__(self, source: str, methods: frozenset | None, tokens: tuple, anchor: str) -> None:
         self.source = source
         self.methods = methods
         self.tokens = tokens
-        #: "version" (first token is {version}), "anywhere" (starts with **)
-        #: or "resource" (tried at the root, after the version and after the tenant).
+        #: "version" (the first token is {version}) or "anywhere".
         self.anchor = anchor
-        #: Lower-case literal tokens; each must occur in the path for a match.
+        #: Folded literal tokens; each must occur in the path for a match.
         self.literals = tuple(t.text for t in tokens if t.kind == "literal")
+        #: How many segments the pattern matches, or None when it holds '**'.
+        self.fixed_length = None if any(t.kind == "any" for t in tokens) else len(tokens)
 
     def __repr__(self) -> str:
         return "CullRule(%r)" % self.source
@@ -121,90 +129,150 @@ class CullRule:
         """Whether the rule names one of *methods* (upper-case)."""
         return self.methods is None or not self.methods.isdisjoint(methods)
 
-    def matches(self, segments: tuple[str, ...], methods: Iterable[str], version_re: re.Pattern) -> bool:
+    def matches(
+        self, segments: tuple[str, ...], methods: Iterable[str], version_re: re.Pattern, prefix_length: int = 0
+    ) -> bool:
         """Whether a request with these canonical *segments* and *methods* is culled by this rule.
 
-        *segments* are the non-empty canonical segments; *version_re*
-        matches a version segment.  To test many rules on one request, build
-        one :class:`PathView` and call :meth:`matches_view`.
+        *segments* are the non-empty canonical segments, the first
+        *prefix_length* of them the mount point's; *version_re* matches a
+        version segment.  To test many rules on one request, build one
+        :class:`PathView` and call :meth:`matches_view`.
         """
-        return self.matches_view(PathView(segments, version_re), methods)
+        return self.matches_view(PathView(segments, version_re, prefix_length), methods)
 
     def matches_view(self, view: PathView, methods: Iterable[str]) -> bool:
         """:meth:`matches` on a prepared :class:`PathView`."""
-        if not self.applies_to(methods):
-            return False
-        # Every literal token must occur somewhere: a cheap test that skips
-        # most rules on most requests.
-        for literal in self.literals:
-            if literal not in view.lowered:
-                return False
-        for segments, versions in view.readings:
-            if self._matches_reading(segments, versions, view.version_re):
-                return True
-        return False
+        return self.applies_to(methods) and self.matches_path(view)
 
-    def _matches_reading(self, segments: tuple[str, ...], versions: tuple[int, ...], version_re: re.Pattern) -> bool:
-        if self.anchor == "anywhere":
-            return _match(self.tokens, 0, segments, 0, version_re)
-        if self.anchor == "version":
-            return any(_match(self.tokens, 0, segments, i, version_re) for i in versions)
-        starts = {0}
-        for i in versions:
-            starts.add(i + 1)
-            starts.add(i + 2)
-        return any(_match(self.tokens, 0, segments, i, version_re) for i in starts if i <= len(segments))
+    def matches_path(self, view: PathView) -> bool:
+        """Whether the rule's pattern matches the path, whatever the method."""
+        # Every literal token must occur somewhere: a cheap test that skips
+        # most rules on most requests before any reading is worked out.
+        for literal in self.literals:
+            if literal not in view.folded:
+                return False
+        if self.anchor == "version" and self.fixed_length is not None and view.plain:
+            # One reading, and only one place a pattern of fixed length can start.
+            segments, version_re = view.segments, view.version_re
+            start = len(segments) - self.fixed_length
+            if start < 0 or not _is_version(segments[start], version_re):
+                return False
+            if start > view.prefix_length and any(_is_version(s, version_re) for s in segments[:start]):
+                return False  # an earlier version-like segment is the version
+            return _match(self.tokens, 0, segments, start, version_re)
+        for segments, versions in view.readings:
+            starts = versions if self.anchor == "version" else range(len(segments) + 1)
+            for start in starts:
+                if _match(self.tokens, 0, segments, start, view.version_re):
+                    return True
+        return False
 
 
 class PathView:
     """A request path prepared once for matching against many rules.
 
-    :ivar lowered: the path in lower case, for the literal pre-test.
-    :ivar readings: ``(segments, version indexes)`` pairs: the path as
-        given and, when a segment holds a backslash, the path read with
-        backslashes as separators.  Worked out on first use only: most
+    :ivar folded: the path, case-folded, for the literal pre-test.
+    :ivar readings: ``(segments, version starts)`` pairs, one per way a
+        lenient router could read the path: as given; without segments that
+        are empty once ``;`` parameters and spaces are dropped; with
+        backslashes as separators; both.  ``version starts`` are the indexes
+        where a ``{version}`` pattern is tried: the version-like segments of
+        the mount point and the first one after it, and the first
+        version-like segment anywhere.  Worked out on first use only: most
         requests fail every rule's literal pre-test first.
     """
 
-    __slots__ = ("_readings", "lowered", "segments", "version_re")
+    __slots__ = ("_plain", "_readings", "folded", "prefix_length", "segments", "version_re")
 
-    def __init__(self, segments: tuple[str, ...], version_re: re.Pattern) -> None:
+    def __init__(self, segments: tuple[str, ...], version_re: re.Pattern, prefix_length: int = 0) -> None:
         self.segments = segments
         self.version_re = version_re
-        self.lowered = "/".join(segments).lower()
+        self.prefix_length = prefix_length
+        self.folded = _fold("/".join(segments))
         self._readings = None
+        self._plain = None
+
+    @property
+    def plain(self) -> bool:
+        """Whether the path has a single reading (no parameters, spaces or backslashes)."""
+        if self._plain is None:
+            self._plain = _ODD.search(self.folded) is None
+        return self._plain
 
     @property
     def readings(self) -> tuple:
         if self._readings is None:
-            segments, version_re = self.segments, self.version_re
-            readings = ((segments, _version_indexes(segments, version_re)),)
-            if "\\" in self.lowered:
-                split = tuple(p for s in segments for p in s.split("\\") if p)
-                readings += ((split, _version_indexes(split, version_re)),)
-            self._readings = readings
+            segments = self.segments
+            if self.plain:
+                # The common case: no parameters, spaces or backslashes, one reading.
+                self._readings = ((segments, _version_starts(segments, self.prefix_length, self.version_re)),)
+                return self._readings
+            # Each segment carries whether it belongs to the mount point, so
+            # every reading knows how far its mount point reaches.
+            tagged = [(s, i < self.prefix_length) for i, s in enumerate(segments)]
+            variants = [tagged]
+            if any(_is_blank(s) for s, _ in tagged):
+                variants.append([(s, p) for s, p in tagged if not _is_blank(s)])
+            if "\\" in self.folded:
+                variants += [[(part, p) for s, p in v for part in s.split("\\") if part] for v in list(variants)]
+            readings = []
+            for variant in variants:
+                reading = tuple(s for s, _ in variant)
+                if any(reading == r[0] for r in readings):
+                    continue
+                prefix = sum(p for _, p in variant)
+                readings.append((reading, _version_starts(reading, prefix, self.version_re)))
+            self._readings = tuple(readings)
         return self._readings
+
+
+# Characters that make a lenient reading differ from the plain one.
+_ODD = re.compile(r"[;\\\s]")
+
+
+def _fold(text: str) -> str:
+    """Case-fold *text* as a lenient router might compare it."""
+    if text.isascii():
+        return text.lower()
+    # Compatibility forms (fullwidth letters) and letters that upper-case to
+    # ASCII (dotless i, long s) compare as the ASCII letters.
+    return unicodedata.normalize("NFKC", text).upper().lower()
+
+
+def _bare(segment: str) -> str:
+    """The segment as a lenient router might read it: no ;params or outer spaces, folded."""
+    return _fold(segment.split(";", 1)[0].strip())
+
+
+def _is_blank(segment: str) -> bool:
+    """Whether *segment* is empty once ``;`` parameters and outer spaces are dropped."""
+    return not segment.split(";", 1)[0].strip()
 
 
 def _is_version(segment: str, version_re: re.Pattern) -> bool:
     if version_re.fullmatch(segment) is not None:
         return True
-    return (";" in segment or " " in segment) and version_re.fullmatch(_bare(segment)) is not None
+    if segment.isascii() and ";" not in segment and segment.strip() == segment:
+        return False  # a lenient reading would not change it
+    bare = _bare(segment)
+    return bare != segment and version_re.fullmatch(bare) is not None
 
 
-def _version_indexes(segments: tuple[str, ...], version_re: re.Pattern) -> tuple[int, ...]:
-    return tuple(i for i, s in enumerate(segments) if _is_version(s, version_re))
-
-
-def _bare(segment: str) -> str:
-    """The segment as a lenient router might read it: no ;params or outer spaces, lower case."""
-    base = segment.split(";", 1)[0]
-    return base.strip().lower()
+def _version_starts(segments: tuple[str, ...], prefix_length: int, version_re: re.Pattern) -> tuple[int, ...]:
+    """Where ``{version}`` is tried: version-like segments of the mount point and the one after it,
+    and the first version-like segment anywhere."""
+    starts = []
+    for i, segment in enumerate(segments):
+        if i > prefix_length and starts:
+            break
+        if _is_version(segment, version_re):
+            starts.append(i)
+    return tuple(starts)
 
 
 def _literal_matches(literal: str, segment: str) -> bool:
-    lowered = segment.lower()
-    if lowered == literal:
+    if _fold(segment) == literal:
         return True
     base = _bare(segment)
     if base == literal:
@@ -274,17 +342,12 @@ def parse_rule(text: str) -> CullRule:
         elif raw == "{version}":
             tokens.append(_Token("version"))
         elif _LITERAL.fullmatch(raw):
-            tokens.append(_Token("literal", raw.lower()))
+            tokens.append(_Token("literal", _fold(raw)))
         else:
             raise RuleError(
                 "rule %r: %r is not a pattern token (a literal segment, *, **, {tenant} or {version})" % (text, raw)
             )
-    if tokens[0].kind == "version":
-        anchor = "version"
-    elif tokens[0].kind == "any":
-        anchor = "anywhere"
-    else:
-        anchor = "resource"
+    anchor = "version" if tokens[0].kind == "version" else "anywhere"
     return CullRule(source, methods, tuple(tokens), anchor)
 
 

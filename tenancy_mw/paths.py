@@ -30,8 +30,9 @@ The rules, in order:
    - a malformed escape (``%``, ``%4``, ``%zz``);
    - an encoded slash (``%2F``), which would change the path's structure;
    - NUL or any other control character (``%00``, ``%0A``, ``%7F``);
-   - double encoding of a separator, dot, NUL or percent sign: a decoded
-     segment that still holds ``%2F``, ``%5C``, ``%2E``, ``%00`` or ``%25``;
+   - double encoding: a decoded segment that still holds an escape
+     (``%XX``, or ``%uXXXX`` as IIS wrote them), as ``a%252F`` or
+     ``%2561ction`` decode to;
    - invalid UTF-8 after decoding.
 5. **Dot segments.**  ``.`` and ``..`` (also as ``%2E``) are refused, not
    resolved: a client never needs them (clients resolve them before sending)
@@ -70,6 +71,7 @@ __all__ = [
     "canonical_path",
     "raw_request_path",
     "remember_rewrite",
+    "routed_path",
     "target_path",
 ]
 
@@ -84,9 +86,9 @@ _PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_~!$&'()*+,;=:@-][A-Za-z0-9._~!$&'()*+,
 _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_~!$&'()*+,;=:@-][A-Za-z0-9._~!$&'()*+,;=:@-]*")
 _ENCODED_SLASH = re.compile(r"%2[Ff]")
 _MALFORMED_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
-# After one decode, an escape that would decode to a separator, a dot, NUL or
-# another escape means the client encoded twice to slip one past a filter.
-_SECOND_ESCAPE = re.compile(r"%(?:2[FfEe5]|5[Cc]|00)")
+# After one decode, any escape left (%XX, or IIS-style %uXXXX) means the
+# client encoded twice: a router that decodes again would see another path.
+_SECOND_ESCAPE = re.compile(r"%(?:[0-9A-Fa-f]{2}|[Uu][0-9A-Fa-f]{4})")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ABSOLUTE_FORM = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
 
@@ -190,8 +192,8 @@ def _decode_segment(raw: str, encoded: bool) -> str:
     if "%" in text and _SECOND_ESCAPE.search(text):
         raise PathRefused(
             "double-encoding",
-            "Path segment %r is encoded twice (it still holds an escape for a"
-            " separator, dot, NUL or percent sign after decoding)." % shorten(raw),
+            "Path segment %r is encoded twice (it still holds a percent-escape"
+            " after decoding)." % shorten(raw),
             raw,
         )
     if text == "." or text == "..":
@@ -364,14 +366,42 @@ def canonical_path(environ: dict) -> CanonicalPath:
     return result
 
 
-def remember_rewrite(environ: dict, canonical: CanonicalPath) -> None:
+def routed_path(environ: dict) -> CanonicalPath:
+    """The canonical form of ``SCRIPT_NAME + PATH_INFO`` as they are now.
+
+    After a rewrite (:func:`remember_rewrite`) this is the path the app will
+    route on, while :func:`canonical_path` stays the client's.  Raises
+    :class:`PathRefused`.
+    """
+    script = environ.get("SCRIPT_NAME", "")
+    return _canonicalize_path(script + environ.get("PATH_INFO", ""), False, script.count("/"))
+
+
+#: ``environ`` key of the judges to call when a filter rewrites the path
+#: after they passed the request (see :func:`remember_rewrite`).
+REJUDGE_KEY = "tenancy.rejudge"
+#: ``environ`` key set to ``True`` once a tenancy filter rewrote the path.
+REWRITTEN_KEY = "tenancy.path_rewritten"
+
+
+def remember_rewrite(environ: dict, canonical: CanonicalPath):
     """Record that the caller rewrote ``SCRIPT_NAME``/``PATH_INFO`` on purpose.
 
-    Filters later in the pipeline then keep deciding on *canonical* (the
-    client's path) rather than on the rewritten one.
+    Filters later in the pipeline keep deciding on *canonical* (the client's
+    path) and also see :data:`REWRITTEN_KEY`, so they can judge the
+    rewritten path the app will route on too.  Filters earlier in the
+    pipeline that registered a judge under :data:`REJUDGE_KEY` judge it now:
+    the first refusal they return (a callable taking ``start_response``) is
+    returned, else ``None``.
     """
     environ[ENVIRON_KEY] = (
         environ.get("SCRIPT_NAME", ""),
         environ.get("PATH_INFO", ""),
         canonical,
     )
+    environ[REWRITTEN_KEY] = True
+    for judge in environ.get(REJUDGE_KEY, ()):
+        refusal = judge(environ)
+        if refusal is not None:
+            return refusal
+    return None

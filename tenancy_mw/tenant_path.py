@@ -190,7 +190,9 @@ class TenantPath(TenancyMiddleware):
         if self.set_header:
             environ[self.header_key] = tenant_id.encode("utf-8").decode("latin-1")
         if self.strip and index >= canonical.prefix_length:
-            self._strip(environ, canonical, index)
+            refusal = self._strip(environ, canonical, index)
+            if refusal is not None:
+                return refusal(start_response)
         return self.application(environ, start_response)
 
     def _token_may_use(self, environ: dict, tenant_id: str) -> bool:
@@ -203,7 +205,8 @@ class TenantPath(TenancyMiddleware):
         return any(role.strip().lower() in self.admin_roles for role in roles.split(","))
 
     @staticmethod
-    def _strip(environ: dict, canonical, index: int) -> None:
+    def _strip(environ: dict, canonical, index: int):
+        """Move the tenant segment to SCRIPT_NAME; return a refusal from a filter that re-judged it, or None."""
         path_info = environ.get("PATH_INFO", "")
         pieces = path_info.split("/")
         # pieces[0] is the empty string before PATH_INFO's leading slash.
@@ -211,4 +214,6 @@ class TenantPath(TenancyMiddleware):
         tenant_piece = pieces.pop(position)
         environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + "/" + tenant_piece
         environ["PATH_INFO"] = "/".join(pieces) if len(pieces) > 1 else ""
-        remember_rewrite(environ, canonical)
+        # A culling filter that passed the client's path judges the path the
+        # app will now route on, too.
+        return remember_rewrite(environ, canonical)

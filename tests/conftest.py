@@ -41,10 +41,13 @@ def serve_paste(tmp_path):
 
     Usage: ``server = serve_paste("examples/api-paste.ini", workers=2)``;
     ``server.url``, ``server.request(method, raw_target, headers, body)``.
+    A relative *ini_path* is relative to the repository root, whatever *cwd*
+    the server runs in.
     """
     started = []
 
     def _serve(ini_path: str, name: str = "main", workers: int = 2, env: dict | None = None, cwd: str | None = None):
+        ini_path = os.path.join(REPO_ROOT, ini_path)  # an absolute ini_path stays as it is
         server = GunicornServer(ini_path, name=name, workers=workers, env=env, cwd=cwd or REPO_ROOT, log_dir=tmp_path)
         started.append(server)
         server.start()

@@ -15,7 +15,7 @@ from tenancy_mw.admin_cull import AdminCull
 from tenancy_mw.base import ConfigError
 from tenancy_mw.tenant_path import TenantPath
 from tests.support.apps import Recorder
-from tests.support.bypass_corpus import PUBLIC_CALLS, admin_corpus
+from tests.support.bypass_corpus import PUBLIC_CALLS, STRIP_ATTACKS, admin_corpus
 from tests.support.wsgi import call, make_environ
 
 CORPUS = admin_corpus()
@@ -177,7 +177,7 @@ def test_harmless_override_passes_in_cull_mode():
     assert recorder.seen[0]["HTTP_X_HTTP_METHOD_OVERRIDE"] == "GET"
 
 
-def test_unreadable_form_body_is_refused_not_passed():
+def test_broken_multipart_on_an_admin_path_never_reaches_the_app():
     app, recorder = build()
     environ = make_environ(
         "POST",
@@ -185,15 +185,6 @@ def test_unreadable_form_body_is_refused_not_passed():
         (("Content-Type", "multipart/form-data; boundary=zzz"),),
         b"--zzz\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE",
     )
-    status, _, _ = call(app, environ)
-    assert status in (400, 404)
-    assert recorder.seen == []
-
-
-def test_form_mentioning_method_without_a_readable_field_is_refused():
-    app, recorder = build()
-    body = b"x=1&%5Fmethod=DELETE&_method"
-    environ = make_environ("POST", "/v2.1/acme", (("Content-Type", "application/x-www-form-urlencoded"),), body)
     status, _, _ = call(app, environ)
     assert status in (400, 404)
     assert recorder.seen == []
@@ -322,3 +313,111 @@ def test_generated_admin_variants_never_reach_the_app(variant, raw_key):
     status, _, _ = call(app, make_environ(method, target, headers, raw_key=raw_key))
     assert recorder.seen == [], (method, target, headers)
     assert status in (400, 404)
+
+
+# Regressions from the adversarial review.
+
+STRIP_STACKS = {
+    "admin_cull after stripping tenant_path": lambda app: TenantPath(AdminCull(app, {}), {"strip_tenant": "true"}),
+    "admin_cull before stripping tenant_path": lambda app: AdminCull(TenantPath(app, {"strip_tenant": "true"}), {}),
+}
+
+
+@pytest.mark.parametrize("raw_key", RAW_KEYS, ids=["gunicorn", "waitress", "no-raw-target"])
+@pytest.mark.parametrize("stack", sorted(STRIP_STACKS))
+@pytest.mark.parametrize("attack", STRIP_ATTACKS, ids=lambda a: a.note)
+def test_stripped_path_is_judged_too(attack, stack, raw_key):
+    recorder = Recorder()
+    app = STRIP_STACKS[stack](recorder)
+    environ = make_environ(attack.method, attack.target, attack.headers, attack.body, raw_key=raw_key)
+    status, _, _ = call(app, environ)
+    assert recorder.seen == [], [(s["SCRIPT_NAME"], s["PATH_INFO"]) for s in recorder.seen]
+    assert status in (400, 404)
+
+
+@pytest.mark.parametrize("stack", sorted(STRIP_STACKS))
+def test_stripping_still_serves_public_calls(stack):
+    recorder = Recorder()
+    app = STRIP_STACKS[stack](recorder)
+    assert call(app, make_environ("GET", "/v2.1/acme/servers/7"))[0] == 200
+    assert (recorder.seen[0]["SCRIPT_NAME"], recorder.seen[0]["PATH_INFO"]) == ("/acme", "/v2.1/servers/7")
+
+
+def test_operator_rules_match_under_a_mount_point():
+    app, recorder = build({"rules": "PUT,DELETE /os-services/**"})
+    environ = make_environ("DELETE", "/compute/os-services/3", script_name="/compute")
+    assert call(app, environ)[0] == 404
+    assert recorder.seen == []
+
+
+def test_forwarded_prefix_hides_nothing():
+    # oslo.middleware's HTTPProxyToWSGI moves a client's X-Forwarded-Prefix into SCRIPT_NAME.
+    from oslo_middleware.http_proxy_to_wsgi import HTTPProxyToWSGI
+
+    recorder = Recorder()
+    cull = AdminCull(recorder, {"rules": "PUT,DELETE /os-services/**"})
+    proxy = HTTPProxyToWSGI(cull)
+    proxy.oslo_conf.set_override("enable_proxy_headers_parsing", True, group="oslo_middleware")
+    try:
+        for target, prefix in (("/os-services/3", "/x"), ("/v2.1/acme", "/v1")):
+            environ = make_environ("DELETE", target, (("X-Forwarded-Prefix", prefix),))
+            assert call(proxy, environ)[0] == 404, target
+    finally:
+        proxy.oslo_conf.clear_override("enable_proxy_headers_parsing", group="oslo_middleware")
+    assert recorder.seen == []
+
+
+class ExplodingInput:
+    """A wsgi.input that must not be read."""
+
+    def read(self, *args):
+        raise AssertionError("the body was read")
+
+
+def test_public_form_posts_are_not_read():
+    app, recorder = build()
+    environ = make_environ("POST", "/v2.1/acme/servers", (("Content-Type", "application/x-www-form-urlencoded"),))
+    environ["CONTENT_LENGTH"] = str(200 * 1024 * 1024)
+    environ["wsgi.input"] = ExplodingInput()
+    assert call(app, environ)[0] == 200
+    assert recorder.seen[0]["wsgi.input"] is environ["wsgi.input"]
+
+
+def test_large_form_on_an_admin_path_is_refused_unread():
+    from tenancy_mw.admin_cull import FORM_BODY_LIMIT
+
+    app, recorder = build()
+    environ = make_environ("POST", "/v2.1/acme", (("Content-Type", "application/x-www-form-urlencoded"),))
+    environ["CONTENT_LENGTH"] = str(FORM_BODY_LIMIT + 1)
+    environ["wsgi.input"] = ExplodingInput()
+    status, _, body = call(app, environ)
+    assert status == 413
+    assert json.loads(body)["errors"][0]["code"] == "tenancy.form-too-large"
+    assert recorder.seen == []
+
+
+class BrokenInput:
+    """A wsgi.input that fails like gunicorn's on a bad chunk, and cannot seek."""
+
+    def read(self, *args):
+        raise OSError("Invalid chunk size")
+
+
+def test_unreadable_body_on_an_admin_path_is_a_400_not_a_crash():
+    app, recorder = build()
+    environ = make_environ("POST", "/v2.1/acme", (("Content-Type", "application/x-www-form-urlencoded"),))
+    environ.pop("CONTENT_LENGTH", None)
+    environ["wsgi.input_terminated"] = True
+    environ["wsgi.input"] = BrokenInput()
+    status, _, body = call(app, environ)
+    assert status == 400
+    assert "Invalid chunk size" in json.loads(body)["errors"][0]["detail"]
+    assert recorder.seen == []
+
+
+def test_admin_path_form_body_stays_readable_for_the_app():
+    app, recorder = build()
+    body = b"name=x&_method=PATCH"
+    environ = make_environ("POST", "/v2.1/acme", (("Content-Type", "application/x-www-form-urlencoded"),), body)
+    assert call(app, environ)[0] == 200
+    assert recorder.seen[0]["wsgi.input"].read() == body

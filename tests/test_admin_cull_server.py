@@ -10,18 +10,19 @@ from __future__ import annotations
 import pytest
 
 from tests.support.apps import read_records
-from tests.support.bypass_corpus import PUBLIC_CALLS, admin_corpus
+from tests.support.bypass_corpus import PUBLIC_CALLS, STRIP_ATTACKS, admin_corpus
 from tests.support.servers import raw_request
 
 INI = "tests/support/cull-paste.ini"
-PIPELINES = ["alone", "after_tenant_path", "after_stripping_tenant_path", "mounted"]
+PIPELINES = ["alone", "after_tenant_path", "after_stripping_tenant_path", "before_stripping_tenant_path", "mounted"]
+STRIPPING = ["after_stripping_tenant_path", "before_stripping_tenant_path"]
 
 
 @pytest.mark.parametrize("pipeline", PIPELINES)
 def test_corpus_through_gunicorn(serve_paste, tmp_path, pipeline):
     record_file = tmp_path / "reached.jsonl"
     server = serve_paste(INI, name=pipeline, workers=2, env={"TENANCY_RECORD_FILE": str(record_file)})
-    corpus = admin_corpus()
+    corpus = admin_corpus() + (STRIP_ATTACKS if pipeline in STRIPPING else [])
     answers = {}
     for index, request in enumerate(corpus):
         headers = request.headers + (("X-Corpus-Id", str(index)),)
@@ -45,7 +46,14 @@ def test_public_calls_reach_the_app_through_gunicorn(serve_paste, tmp_path, pipe
     for index, call in enumerate(PUBLIC_CALLS):
         if mounted and not call.target.startswith(("/v2.1/", "/v1.0/")):
             continue  # outside the mount points: urlmap answers 404 itself
-        if pipeline != "alone" and pipeline != "mounted" and "//" in call.target:
+        three_segments = len([s for s in call.target.split("?")[0].split("/") if s]) == 3
+        methods = {call.method} | ({"DELETE"} if b"_method=DELETE" in call.body else set())
+        if methods & {"PUT", "DELETE"} and three_segments and pipeline in STRIPPING:
+            # Documented trade-off: after the strip the app routes /{version}/{name},
+            # which a router could also read as /{version}/{tenant}; culling fails closed.
+            continue
+        if call.target == "/v2.1/v3/servers" and mounted:
+            # The same under the /v2.1 mount: the app routes /v3/servers, and v3 looks like a version.
             continue
         headers = call.headers + (("X-Public-Id", str(index)),)
         status = raw_request(server.port, call.method, call.target, headers, call.body)
@@ -58,3 +66,21 @@ def test_public_calls_reach_the_app_through_gunicorn(serve_paste, tmp_path, pipe
         call = PUBLIC_CALLS[int(record["headers"]["HTTP_X_PUBLIC_ID"])]
         assert record["method"] == call.method
         assert record["raw_uri"] == call.target
+
+
+@pytest.mark.parametrize(
+    ("headers", "body"),
+    [
+        ((("Transfer-Encoding", "chunked"),), b"zz\r\nname=x\r\n0\r\n\r\n"),
+        ((("Content-Length", "100"),), b"_method=DELETE"),
+    ],
+    ids=["bad-chunk-size", "truncated-body"],
+)
+def test_broken_form_body_on_an_admin_path_is_answered_not_crashed(serve_paste, tmp_path, headers, body):
+    record_file = tmp_path / "reached.jsonl"
+    server = serve_paste(INI, name="alone", workers=2, env={"TENANCY_RECORD_FILE": str(record_file)})
+    form = (("Content-Type", "application/x-www-form-urlencoded"),) + headers
+    status = raw_request(server.port, "POST", "/v2.1/acme", form, body, send_length=False, half_close=True)
+    assert status in (400, 404)
+    assert read_records(record_file) == []
+    assert "Traceback" not in server.log()

@@ -26,7 +26,7 @@ ROWS = [
     "tenant_path encoded",
 ]
 # The bench picks these up by itself once tenancy_mw.admin_cull imports.
-ADMIN_CULL_ROWS = ["admin_cull GET", "admin_cull POST", "admin_cull+tenant_path"]
+ADMIN_CULL_ROWS = ["admin_cull GET", "admin_cull POST", "admin_cull DELETE", "admin_cull+tenant_path"]
 
 
 def expected_rows() -> list[str]:

@@ -26,8 +26,6 @@ def culls(rule_text, method, path):
         ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1/acme/servers", False),
         ("PUT,DELETE /{version}/{tenant}", "DELETE", "/compute/v2.1/acme", True),
         ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1", False),
-        # A mount point or forwarded prefix that looks like a version must not hide the real one.
-        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/v2.1/acme", True),
         ("* /**/action/move/**", "GET", "/v2.1/acme/action/move", True),
         ("* /**/action/move/**", "OPTIONS", "/v2.1/acme/servers/7/action/move", True),
         ("* /**/action/move/**", "POST", "/v2.1/acme/servers/7/Action;x/MOVE.json", True),
@@ -45,13 +43,57 @@ def culls(rule_text, method, path):
         ("PUT,DELETE /os-services/*", "GET", "/v2.1/acme/os-services/7", False),
         ("* /os-hypervisors/**", "GET", "/v2.1/acme/os-hypervisors", True),
         ("* /os-hypervisors/**", "GET", "/v2.1/acme/os-hypervisors/1/servers", True),
-        ("* /os-hypervisors/**", "GET", "/v2.1/acme/servers/os-hypervisors", False),
+        ("* /os-hypervisors/**", "GET", "/v2.1/acme/servers/os-hypervisors", True),
+        ("* /os-hypervisors/**", "GET", "/v2.1/acme/os-hypervisor", False),
         ("GET /a/*/c", "GET", "/v1/t/a/b/c", True),
         ("GET /a/*/c", "GET", "/v1/t/a/c", False),
     ],
 )
 def test_rule_matching(rule, method, path, expected):
     assert culls(rule, method, path) is expected
+
+
+@pytest.mark.parametrize(
+    ("rule", "method", "path", "prefix", "expected"),
+    [
+        # Operator rules are tried at any segment: mounts and forwarded prefixes hide nothing.
+        ("PUT,DELETE /os-services/**", "DELETE", "/compute/os-services/3", 1, True),
+        ("PUT,DELETE /os-services/**", "DELETE", "/x/os-services/3", 0, True),
+        ("PUT,DELETE /os-services/**", "DELETE", "/acme/os-services/3", 0, True),
+        # {version} is tried in the mount point, right after it, and at the first version-like segment.
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/v2.1/acme", 1, True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/v2.1/acme;x", 1, True),
+        ("* /{version}/{tenant}/action/**", "POST", "/v1/v2.1/acme/action/restore", 1, True),
+        ("* /{version}/{tenant}/action/**", "POST", "/v1/v2.1/acme/action/restore", 0, False),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/compute/v2.1/acme", 0, True),
+        ("PUT,DELETE /{version}/{tenant}", "PUT", "/v1/AUTH_acme/v2/photo.jpg", 0, False),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1.0/acme/widgets/v2/9", 0, False),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1/v3/servers", 0, False),
+        ("GET /{version}/{tenant}", "GET", "/v2.1/acme/servers/v2/detail", 0, False),
+    ],
+)
+def test_where_patterns_are_tried(rule, method, path, prefix, expected):
+    segments = tuple(s for s in path.split("/") if s)
+    assert parse_rule(rule).matches(segments, {method}, VERSION, prefix) is expected
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v2.1/acme/;/action/restore",
+        "/v2.1/;/acme/action/restore",
+        "/v2.1/acme/servers/7/action/;/move",
+        "/v2.1/acme/ /action/restore",
+        "/v2.1/acme/\xa0/action/restore",
+        "/v2.1/acme/act\u0131on/restore",
+        "/v2.1/acme/\uff41ction/restore",
+        "/v2.1\xa0/acme/action/restore",
+    ],
+)
+def test_lenient_readings(path):
+    segments = tuple(s for s in path.split("/") if s)
+    rules = parse_rules(DEFAULT_RULES)
+    assert any(r.matches(segments, {"POST"}, VERSION) for r in rules), path
 
 
 def test_backslash_is_also_read_as_a_separator():

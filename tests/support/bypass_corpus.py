@@ -66,6 +66,15 @@ def _path_variants(path: str) -> list[tuple[str, str]]:
         (base + ".json" + q, "format extension"),
         (base + "%20" + q, "trailing encoded space"),
         ("/compute" + base + q, "extra mount prefix"),
+        (base + "/;" + q, "trailing segment of only path parameters"),
+        (base + "/%20" + q, "trailing segment of only a space"),
+        ("/" + segs[0] + "/;/" + "/".join(segs[1:]) + q, "segment of only a path parameter after the version"),
+        ("/" + segs[0] + "/%C2%A0/" + "/".join(segs[1:]) + q, "segment of only a no-break space"),
+        ("/" + "/".join(_encode_first(_encode_first(s)).replace("%", "%25", 1) for s in segs) + q,
+         "letters double-encoded"),
+        ("/" + "/".join(s.replace("a", "%u0061", 1) for s in segs) + q, "IIS %u escape"),
+        ("/" + "/".join(s.replace("a", "%EF%BD%81", 1) for s in segs) + q, "fullwidth letter"),
+        ("/" + "/".join(s.replace("i", "%C4%B1", 1) for s in segs) + q, "dotless i"),
     ]
     if len(segs) > 2:
         out.append(("/" + segs[0] + "/" + "%2F".join(segs[1:]) + q, "encoded slashes between segments"))
@@ -94,8 +103,20 @@ def _method_variants(method: str) -> list[tuple[str, tuple, bytes, str, str]]:
     out.append(("POST", (("X-HTTP-Method-Override", "GET, " + method),), b"", "", "override list"))
     out.append(("POST", (), b"", "?_method=" + method, "_method query parameter"))
     out.append(("POST", (), b"", "?x=1&_METHOD=" + method.lower(), "_METHOD query parameter"))
-    body = ("_method=" + method).encode()
-    out.append(("POST", (("Content-Type", "application/x-www-form-urlencoded"),), body, "", "_method form field"))
+    out.append(("POST", (), b"", "?x=1;_method=" + method, "_method after a ';' query separator"))
+    out.append(("POST", (), b"", "?%5Fmethod=" + method, "encoded _method query key"))
+    out.append(("POST", (), b"", "?_m%65thod=" + method, "encoded letter in _method query key"))
+    form = (("Content-Type", "application/x-www-form-urlencoded"),)
+    out.append(("POST", form, ("_method=" + method).encode(), "", "_method form field"))
+    out.append(("POST", form, ("%5Fmethod=" + method).encode(), "", "encoded _method form key"))
+    out.append(("POST", form, ("a=1;_method=" + method).encode(), "", "_method form field after ';'"))
+    out.append(("POST", (), ("_method=" + method).encode(), "", "_method form field, no content type"))
+    out.append(("PATCH", form, ("_method=" + method).encode(), "", "PATCH with _method form field"))
+    out.append(("OPTIONS", form, ("_method=" + method).encode(), "", "OPTIONS with _method form field"))
+    multipart = (("Content-Type", "multipart/form-data; boundary=zz"),)
+    body = ('--zz\r\nContent-Disposition: form-data; name="_method"\r\n\r\n%s\r\n--zz--\r\n' % method).encode()
+    out.append(("POST", multipart, body, "", "multipart _method field"))
+    out.append(("POST", multipart, body.replace(b'"_method"', b'"%5Fmethod"'), "", "multipart encoded _method name"))
     return out
 
 
@@ -152,4 +173,27 @@ PUBLIC_CALLS = [
     PublicCall("GET", "/v2.1/actions/servers"),
     PublicCall("POST", "/v2.1/acme/os-actions", (("Content-Type", "application/json"),), b"{}"),
     PublicCall("GET", "/v2.1/acme/servers/7/os-instance-actions"),
+    # Version-like names deeper in the path are not versions.
+    PublicCall("PUT", "/v1/AUTH_acme/v2/photo.jpg"),
+    PublicCall("DELETE", "/v1.0/acme/widgets/v2/9"),
+    PublicCall("DELETE", "/v2.1/v3/servers"),
+    PublicCall("DELETE", "/v1.0/r\\v2/widgets"),
+    # A form that only mentions _method in a value, and one on a public path.
+    PublicCall("POST", "/v2.1/acme/servers", (("Content-Type", "application/x-www-form-urlencoded"),),
+               b"description=set+_method+later"),
+    PublicCall("POST", "/v2.1/acme/servers", (("Content-Type", "application/x-www-form-urlencoded"),),
+               b"_method=DELETE"),
+    PublicCall("POST", "/v2.1/acme", (("Content-Type", "application/x-www-form-urlencoded"),),
+               b"description=_method+GET"),
+]
+
+# Admin calls only once tenant_path's strip_tenant has removed the tenant
+# segment: the app routes /v2.1/acme, /v2.1/acme/action/restore, ...
+STRIP_ATTACKS = [
+    CorpusRequest("DELETE", "/v2.1/x/acme", "delete tenant after strip"),
+    CorpusRequest("PUT", "/v2.1/x/acme", "create tenant after strip"),
+    CorpusRequest("POST", "/v2.1/x/acme/action/restore", "tenant action after strip"),
+    CorpusRequest("GET", "/v2.1/x/acme/action", "tenant action root after strip"),
+    CorpusRequest("POST", "/v2.1/;/acme/action/restore", "';' tenant then action after strip"),
+    CorpusRequest("POST", "/v2.1/x/acme", "override after strip", (("X-HTTP-Method-Override", "DELETE"),)),
 ]

@@ -80,6 +80,8 @@ class GunicornServer:
                 self.cwd,
                 "--graceful-timeout",
                 "2",
+                # Several servers run at once: no shared control socket.
+                "--no-control-socket",
             ],
             cwd=self.cwd,
             env=self.env,
@@ -124,15 +126,30 @@ class GunicornServer:
             conn.close()
 
 
-def raw_request(port: int, method: str, target: str, headers=(), body: bytes = b"", timeout: float = 10.0) -> int:
-    """Send one request byte for byte (no client-side checks); return the status, or 0 if the server hung up."""
+def raw_request(
+    port: int,
+    method: str,
+    target: str,
+    headers=(),
+    body: bytes = b"",
+    timeout: float = 10.0,
+    send_length: bool = True,
+    half_close: bool = False,
+) -> int:
+    """Send one request byte for byte (no client-side checks); return the status, or 0 if the server hung up.
+
+    ``send_length=False`` leaves framing to *headers*; ``half_close`` shuts the
+    sending side after the body (a client that stops early).
+    """
     lines = ["%s %s HTTP/1.1" % (method, target), "Host: 127.0.0.1:%d" % port, "Connection: close"]
     lines += ["%s: %s" % (name, value) for name, value in headers]
-    if body:
+    if body and send_length:
         lines.append("Content-Length: %d" % len(body))
     data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(data)
+        if half_close:
+            sock.shutdown(socket.SHUT_WR)
         received = b""
         while True:
             chunk = sock.recv(65536)

@@ -1,0 +1,331 @@
+"""The demo's WSGI app: a tenant's servers under ``/v2.1/{project_id}/servers``.
+
+==========  ====================================  ====================================
+Method      Path                                  Answer
+==========  ====================================  ====================================
+GET         ``/``                                 ``{"versions": [...]}``
+GET         ``/v2.1``, ``/v2.1/``                 ``{"version": {"id": "v2.1", ...}}``
+POST        ``/v2.1/{project_id}/servers``        ``201``, ``{"server": {...}}``,
+                                                  ``Location`` header
+GET         ``/v2.1/{project_id}/servers``        ``{"servers": [...]}``
+GET         ``/v2.1/{project_id}/servers/{id}``   ``{"server": {...}}``
+DELETE      ``/v2.1/{project_id}/servers/{id}``   ``204``
+==========  ====================================  ====================================
+
+The body of a create is ``{"server": {"name": "web1"}}``.  A server is
+``{"id", "name", "tenant_id", "created", "links"}``.
+
+The tenant comes only from ``environ['tenancy.tenant_id']``, which the
+``tenant_path`` filter sets after checking the path's tenant segment; this
+app never reads a header or decodes the path itself to find it.  Without
+that filter in front, every servers URL is answered ``400``.
+
+Errors are JSON in the API-WG shape of :mod:`tenancy_mw.errors`, with the
+request id of oslo.middleware's ``request_id`` filter; bad input is a
+``4xx`` naming the value, never a ``500``.
+
+The app routes on :func:`tenancy_mw.paths.canonical_path`, the client's
+own path, so it works the same whether ``tenant_path`` strips the tenant
+segment (``strip_tenant = true``) or not.
+
+Made by :func:`app_factory` from ``api-paste.ini``::
+
+    [app:demo_compute]
+    paste.app_factory = demo_compute.app:app_factory
+    database_url = sqlite:///%(here)s/state/demo.sqlite
+
+The environment variable ``TENANCY_DEMO_DATABASE_URL``, when set, wins over
+``database_url``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Callable
+from urllib.parse import quote
+
+from webob import Request, Response
+
+from demo_compute import API_VERSION
+from demo_compute.storage import InvalidName, ServerStore, absolute_sqlite_url, validate_name
+from tenancy_mw.errors import render_error
+from tenancy_mw.paths import PathRefused, canonical_path, shorten
+from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN, InvalidTenantId, find_version, quote_tenant_id
+from tenancy_mw.tenant_path import TENANT_ID_KEY
+
+__all__ = ["DATABASE_URL_ENV", "DEFAULT_DATABASE_URL", "MAX_BODY_BYTES", "DemoCompute", "app_factory"]
+
+LOG = logging.getLogger(__name__)
+
+#: Environment variable that overrides the ``database_url`` of api-paste.ini.
+DATABASE_URL_ENV = "TENANCY_DEMO_DATABASE_URL"
+
+#: Used when neither the environment nor api-paste.ini names a database; the
+#: path is relative to the folder of api-paste.ini.
+DEFAULT_DATABASE_URL = "sqlite:///state/demo.sqlite"
+
+#: Largest request body read; a create body is a few dozen bytes.
+MAX_BODY_BYTES = 64 * 1024
+
+_VERSION_RE = re.compile(DEFAULT_VERSION_PATTERN)
+# Characters a path segment keeps unescaped when links are rebuilt; the same
+# set as tenancy_mw.tenant_ids.quote_tenant_id uses.
+_SAFE_IN_SEGMENT = "!$&'()*+,;=:@"
+_SERVERS_ALLOW = "GET, HEAD, POST"
+_SERVER_ALLOW = "DELETE, GET, HEAD"
+_DOCUMENT_ALLOW = "GET, HEAD"
+_CREATE_EXAMPLE = '{"server": {"name": "web1"}}'
+
+
+def _quote_segment(segment: str) -> str:
+    return quote(segment, safe=_SAFE_IN_SEGMENT)
+
+
+def _json_response(document: dict, status: int = 200, headers: dict | None = None) -> Response:
+    # ensure_ascii=False: tenant ids and names are shown as the UTF-8 text
+    # they are, not as \\u escapes.
+    body = json.dumps(document, ensure_ascii=False).encode("utf-8")
+    response = Response(body=body, status=status, content_type="application/json", charset=None)
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+class _Fail(Exception):
+    """An error answer, raised from deep in a handler and rendered by :meth:`DemoCompute.__call__`."""
+
+    def __init__(self, status: int, code: str, detail: str, headers: tuple = ()) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.headers = headers
+
+
+class DemoCompute:
+    """The demo service, a plain WSGI callable; see the module documentation.
+
+    :param store: where the servers are kept.
+    """
+
+    def __init__(self, store: ServerStore) -> None:
+        self.store = store
+
+    def __call__(self, environ: dict, start_response: Callable):
+        """Answer one request."""
+        try:
+            response = self._route(Request(environ))
+        except _Fail as fail:
+            return render_error(
+                environ, start_response, fail.status, fail.code, fail.detail, headers=fail.headers
+            )
+        except Exception:
+            # A bug or a database outage: log the traceback, show none.
+            LOG.exception("demo_compute failed on %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
+            return render_error(
+                environ,
+                start_response,
+                500,
+                "demo.internal-error",
+                "The demo service failed to answer this request; its log tells why.",
+            )
+        return response(environ, start_response)
+
+    # Routing ---------------------------------------------------------------
+
+    def _route(self, req: Request) -> Response:
+        try:
+            canonical = canonical_path(req.environ)
+        except PathRefused as exc:
+            # tenant_path answers these before us; this is for a pipeline without it.
+            raise _Fail(400, "demo.bad-path." + exc.rule, exc.detail) from None
+        segments = canonical.segments
+        version_index = find_version(segments, _VERSION_RE, canonical.prefix_length)
+        if version_index < 0:
+            if any(segments[canonical.prefix_length:]):
+                raise _Fail(404, "demo.not-found", "Nothing is at %r." % shorten(str(canonical)))
+            self._allow(req, _DOCUMENT_ALLOW)
+            mount = self._url(req, segments[: canonical.prefix_length])
+            return _json_response({"versions": [self._version(mount)]})
+        if segments[version_index] != API_VERSION:
+            raise _Fail(
+                404,
+                "demo.unknown-version",
+                "API version %r is not served here; this service has %s only."
+                % (shorten(segments[version_index]), API_VERSION),
+            )
+        mount = self._url(req, segments[:version_index])
+        rest = segments[version_index + 1:]
+        if not rest:
+            self._allow(req, _DOCUMENT_ALLOW)
+            document = self._version(mount)
+            document["media-types"] = [
+                {"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2.1"}
+            ]
+            return _json_response({"version": document})
+        tenant_id = self._tenant(req, rest[0])
+        resource = rest[1:]
+        base = "%s/%s/%s" % (mount, API_VERSION, quote_tenant_id(tenant_id))
+        if resource == ("servers",):
+            if req.method == "POST":
+                return self._create(req, tenant_id, base)
+            self._allow(req, _SERVERS_ALLOW)
+            return self._list(tenant_id, base)
+        if len(resource) == 2 and resource[0] == "servers":
+            if req.method == "DELETE":
+                return self._delete(tenant_id, resource[1])
+            self._allow(req, _SERVER_ALLOW)
+            return self._show(tenant_id, resource[1], base)
+        raise _Fail(404, "demo.not-found", "Nothing is at %r." % shorten(str(canonical)))
+
+    @staticmethod
+    def _allow(req: Request, allow: str) -> None:
+        """Refuse any method but GET and HEAD (the others are handled before)."""
+        if req.method not in ("GET", "HEAD"):
+            raise _Fail(
+                405,
+                "demo.method-not-allowed",
+                "Method %r is not allowed here; allowed: %s." % (shorten(req.method), allow),
+                headers=(("Allow", allow),),
+            )
+
+    @staticmethod
+    def _tenant(req: Request, segment: str) -> str:
+        tenant_id = req.environ.get(TENANT_ID_KEY)
+        if tenant_id is None:
+            raise _Fail(
+                400,
+                "demo.no-tenant",
+                "No tenant id was found for tenant segment %r: the tenant_path filter must run before"
+                " this app (check the pipeline in api-paste.ini)." % shorten(segment),
+            )
+        if tenant_id != segment:
+            # Only a misconfigured pipeline (tenant_path with another
+            # version_pattern) gets here; never guess which one is right.
+            raise _Fail(
+                400,
+                "demo.tenant-mismatch",
+                "The tenant_path filter found tenant %r but this app routes on tenant segment %r:"
+                " their version patterns differ." % (shorten(tenant_id), shorten(segment)),
+            )
+        return tenant_id
+
+    @staticmethod
+    def _url(req: Request, segments: tuple[str, ...]) -> str:
+        """The request's host URL followed by *segments*, quoted again."""
+        return req.host_url + "".join("/" + _quote_segment(segment) for segment in segments)
+
+    @staticmethod
+    def _version(mount: str) -> dict:
+        return {
+            "id": API_VERSION,
+            "status": "CURRENT",
+            "version": "2.1",
+            "min_version": "2.1",
+            "updated": "2013-07-23T11:33:21Z",
+            "links": [{"rel": "self", "href": "%s/%s/" % (mount, API_VERSION)}],
+        }
+
+    # Servers ---------------------------------------------------------------
+
+    def _create(self, req: Request, tenant_id: str, base: str) -> Response:
+        name = self._name_from_body(req)
+        try:
+            server = self.store.create_server(tenant_id, name)
+        except (InvalidName, InvalidTenantId) as exc:
+            raise _Fail(400, "demo.invalid-input", exc.detail) from None
+        view = self._view(server, base)
+        return _json_response({"server": view}, 201, {"Location": view["links"][0]["href"]})
+
+    def _list(self, tenant_id: str, base: str) -> Response:
+        servers = self.store.list_servers(tenant_id)
+        return _json_response({"servers": [self._view(server, base) for server in servers]})
+
+    def _show(self, tenant_id: str, server_id: str, base: str) -> Response:
+        server = self.store.get_server(tenant_id, server_id)
+        if server is None:
+            raise self._no_server(server_id)
+        return _json_response({"server": self._view(server, base)})
+
+    def _delete(self, tenant_id: str, server_id: str) -> Response:
+        if not self.store.delete_server(tenant_id, server_id):
+            raise self._no_server(server_id)
+        return Response(status=204)
+
+    @staticmethod
+    def _no_server(server_id: str) -> _Fail:
+        # The same answer for a server of another tenant as for none at all:
+        # a tenant cannot even learn that another tenant's server exists.
+        return _Fail(404, "demo.server-not-found", "This tenant has no server %r." % shorten(server_id))
+
+    @staticmethod
+    def _name_from_body(req: Request) -> str:
+        if req.content_length is not None and req.content_length > MAX_BODY_BYTES:
+            raise _Fail(413, "demo.body-too-large", "The request body is over %d bytes." % MAX_BODY_BYTES)
+        raw = req.body_file.read(MAX_BODY_BYTES + 1)
+        if len(raw) > MAX_BODY_BYTES:
+            raise _Fail(413, "demo.body-too-large", "The request body is over %d bytes." % MAX_BODY_BYTES)
+        if not raw.strip():
+            raise _Fail(400, "demo.bad-body", "The request body is empty; send %s." % _CREATE_EXAMPLE)
+        try:
+            document = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            # ValueError covers bad JSON and bytes that are not UTF-8;
+            # RecursionError a body nested deeper than the parser goes.
+            raise _Fail(
+                400,
+                "demo.bad-json",
+                "The request body %r is not valid JSON (%s); send %s."
+                % (shorten(raw.decode("utf-8", "replace")), shorten(str(exc)), _CREATE_EXAMPLE),
+            ) from None
+        server = document.get("server") if isinstance(document, dict) else None
+        if not isinstance(server, dict):
+            raise _Fail(
+                400,
+                "demo.bad-body",
+                "The request body %s is not of the form %s."
+                % (shorten(json.dumps(document, ensure_ascii=False)), _CREATE_EXAMPLE),
+            )
+        if "name" not in server:
+            raise _Fail(
+                400,
+                "demo.missing-name",
+                "The server %s has no name; send %s." % (shorten(json.dumps(server, ensure_ascii=False)),
+                                                        _CREATE_EXAMPLE),
+            )
+        try:
+            return validate_name(server["name"])
+        except InvalidName as exc:
+            raise _Fail(400, "demo.invalid-name", exc.detail) from None
+
+    @staticmethod
+    def _view(server: dict, base: str) -> dict:
+        return {
+            "id": server["id"],
+            "name": server["name"],
+            "tenant_id": server["tenant_id"],
+            "created": server["created"].strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "links": [{"rel": "self", "href": "%s/servers/%s" % (base, server["id"])}],
+        }
+
+
+def app_factory(global_conf: dict, **local_conf: str) -> DemoCompute:
+    """``paste.app_factory``: the demo app, its database from the config.
+
+    The database URL is ``$TENANCY_DEMO_DATABASE_URL`` if set, else the
+    section's ``database_url``, else :data:`DEFAULT_DATABASE_URL`.  A
+    relative SQLite path is taken relative to the folder of the paste file
+    (paste's ``here``).  An unknown key in the section is an error: it is
+    usually a typo.
+    """
+    unknown = sorted(set(local_conf) - {"database_url"})
+    if unknown:
+        raise ValueError("demo_compute: unknown option(s) %s; the only option is database_url" % ", ".join(unknown))
+    here = global_conf.get("here") or os.getcwd()
+    url = os.environ.get(DATABASE_URL_ENV) or local_conf.get("database_url") or DEFAULT_DATABASE_URL
+    url = absolute_sqlite_url(url, here)
+    LOG.info("demo_compute: database %s", url.render_as_string(hide_password=True))
+    return DemoCompute(ServerStore(url))

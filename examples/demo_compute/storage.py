@@ -1,0 +1,309 @@
+"""Where the demo keeps its servers: one ``servers`` table, SQLAlchemy Core.
+
+Runs on SQLite (the default, a file), PostgreSQL and MariaDB/MySQL; the
+database is chosen by a SQLAlchemy URL::
+
+    store = ServerStore("sqlite:////srv/demo/demo.sqlite")
+    server = store.create_server("Bob's Tenant", "web1")
+    store.list_servers("Bob's Tenant")        # [server]
+    store.list_servers("bob's tenant")        # []: tenant ids are case-sensitive
+
+Every query is filtered by tenant id: a server is found, listed or deleted
+only under the tenant that created it.
+
+Tenant ids and names are arbitrary UTF-8 and compared exactly, byte for
+byte.  SQLite and PostgreSQL compare text that way already.  MySQL and
+MariaDB do not by default: their default collations ignore case, and even
+``utf8mb4_bin`` ignores trailing spaces (it is a PAD SPACE collation, so
+``'acme' = 'acme '``), which would let tenant ``acme `` read tenant
+``acme``'s servers.  So the text columns there use the binary NO PAD
+collation (``utf8mb4_nopad_bin`` on MariaDB, ``utf8mb4_0900_bin`` on
+MySQL 8), and a store refuses to start on a ``servers`` table whose
+columns compare any other way.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from datetime import datetime, timezone
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import URL, make_url
+
+from tenancy_mw.paths import shorten
+from tenancy_mw.tenant_ids import MAX_TENANT_ID_LENGTH, validate_tenant_id
+
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "InvalidName",
+    "ServerStore",
+    "absolute_sqlite_url",
+    "validate_name",
+]
+
+#: Longest server name, in characters (code points), as for tenant ids.
+MAX_NAME_LENGTH = 255
+
+# Binary, NO PAD collations: the only ones under which MySQL/MariaDB compare
+# strings exactly (case and trailing spaces included).
+_MARIADB_COLLATION = "utf8mb4_nopad_bin"
+_MYSQL_COLLATION = "utf8mb4_0900_bin"
+_EXACT_COLLATIONS = frozenset({_MARIADB_COLLATION, _MYSQL_COLLATION})
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# The ids this store hands out: str(uuid.uuid4()).
+_SERVER_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+# Several worker processes start at once and all create the tables; the
+# losers of that race get "already exists" errors and simply try again.
+_CREATE_ATTEMPTS = 5
+
+
+class InvalidName(ValueError):
+    """A server name that breaks a rule.
+
+    :ivar detail: a sentence for the client, naming the offending value.
+    :ivar value: the offending input, as received.
+    """
+
+    def __init__(self, detail: str, value: object) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.value = value
+
+
+def validate_name(name: object) -> str:
+    """Return *name* if it is a valid server name, else raise :class:`InvalidName`.
+
+    A name is a string of 1 to 255 characters, not only white space, with no
+    control characters and no lone surrogates (PostgreSQL refuses NUL and no
+    database can store text that is not valid Unicode).
+    """
+    if not isinstance(name, str):
+        raise InvalidName("Server name %s is not a string." % shorten(repr(name)), name)
+    if not name.strip():
+        raise InvalidName("Server name %r is empty; it needs 1 to %d characters." % (name, MAX_NAME_LENGTH), name)
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidName(
+            "Server name %r is %d characters long; at most %d are allowed."
+            % (shorten(name), len(name), MAX_NAME_LENGTH),
+            name,
+        )
+    if _CONTROL.search(name):
+        raise InvalidName("Server name %r contains a control character." % shorten(name), name)
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidName("Server name %r is not valid Unicode (a lone surrogate)." % shorten(name), name) from None
+    return name
+
+
+def absolute_sqlite_url(url: str | URL, base_dir: str) -> URL:
+    """*url*, with a relative SQLite file path made absolute against *base_dir*.
+
+    Other URLs, and in-memory SQLite, are returned unchanged (as :class:`URL`).
+    """
+    url = make_url(url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        if not url.database.startswith("file:") and not os.path.isabs(url.database):
+            url = url.set(database=os.path.join(base_dir, url.database))
+    return url
+
+
+def _utcnow() -> datetime:
+    # Whole seconds: MySQL's DATETIME drops fractions, and a server must show
+    # the same "created" when it is created and when it is read back.
+    return datetime.now(timezone.utc).replace(microsecond=0, tzinfo=None)
+
+
+class ServerStore:
+    """The demo's servers, per tenant, in the database at a SQLAlchemy URL.
+
+    Creates the ``servers`` table if it is missing.  One instance per
+    process; it is safe to share between threads.
+
+    :param url: a SQLAlchemy URL, e.g. ``sqlite:////abs/path/demo.sqlite``,
+        ``postgresql+psycopg2://user@host/db``,
+        ``mysql+pymysql://user:pw@host/db``.  The folder of a SQLite file is
+        created when missing.
+    """
+
+    def __init__(self, url: str | URL) -> None:
+        url = make_url(url)
+        backend = url.get_backend_name()
+        engine_args: dict = {}
+        if backend == "sqlite":
+            self._prepare_sqlite_file(url)
+            # pysqlite's timeout is SQLite's busy timeout: a writer waits for
+            # another process's write instead of failing at once.
+            engine_args["connect_args"] = {"timeout": 30}
+        else:
+            # Database servers close idle connections; check before reuse.
+            engine_args["pool_pre_ping"] = True
+        if backend in ("mysql", "mariadb") and "charset" not in url.query:
+            # Without utf8mb4 on the connection, 4-byte characters are mangled.
+            url = url.update_query_dict({"charset": "utf8mb4"})
+        #: The SQLAlchemy engine (its pool holds this process's connections).
+        self.engine = sa.create_engine(url, **engine_args)
+        if backend == "sqlite":
+            sa.event.listen(self.engine, "connect", _sqlite_on_connect)
+        self.metadata = sa.MetaData()
+        #: The ``servers`` table.
+        self.servers = self._define_table(backend)
+        self._create_tables()
+        if backend in ("mysql", "mariadb"):
+            self._check_exact_collation()
+        # Leave no open connection in the pool: should the app be built before
+        # gunicorn forks its workers (--preload), each worker opens its own.
+        self.engine.dispose()
+
+    @staticmethod
+    def _prepare_sqlite_file(url: URL) -> None:
+        path = url.database
+        if path and path != ":memory:" and not path.startswith("file:"):
+            folder = os.path.dirname(os.path.abspath(path))
+            os.makedirs(folder, exist_ok=True)
+
+    def _define_table(self, backend: str) -> sa.Table:
+        collation = None
+        table_args: dict = {}
+        if backend in ("mysql", "mariadb"):
+            # Connect once so the dialect knows whether this is MariaDB.
+            with self.engine.connect():
+                pass
+            collation = _MARIADB_COLLATION if self.engine.dialect.is_mariadb else _MYSQL_COLLATION
+            for prefix in ("mysql", "mariadb"):
+                table_args.update(
+                    {prefix + "_engine": "InnoDB", prefix + "_charset": "utf8mb4", prefix + "_collate": collation}
+                )
+
+        def text(length: int) -> sa.types.TypeEngine:
+            if collation is None:
+                return sa.String(length)
+            return mysql.VARCHAR(length, charset="utf8mb4", collation=collation)
+
+        return sa.Table(
+            "servers",
+            self.metadata,
+            sa.Column("id", sa.String(36), primary_key=True),
+            # The spec: services must set aside 255 characters for a tenant id.
+            sa.Column("tenant_id", text(MAX_TENANT_ID_LENGTH), nullable=False, index=True),
+            sa.Column("name", text(MAX_NAME_LENGTH), nullable=False),
+            sa.Column("created", sa.DateTime(), nullable=False),
+            **table_args,
+        )
+
+    def _create_tables(self) -> None:
+        for attempt in range(1, _CREATE_ATTEMPTS + 1):
+            try:
+                self.metadata.create_all(self.engine)
+                return
+            except sa.exc.DBAPIError:
+                # Another worker created the table between our check and our
+                # CREATE; the next create_all sees it and does nothing.
+                if attempt == _CREATE_ATTEMPTS:
+                    raise
+                time.sleep(0.1 * attempt)
+
+    def _check_exact_collation(self) -> None:
+        query = sa.text(
+            "SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS"
+            " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'servers'"
+            " AND COLUMN_NAME IN ('tenant_id', 'name')"
+        )
+        with self.engine.connect() as conn:
+            found = {column: collation for column, collation in conn.execute(query)}
+        wrong = {column: collation for column, collation in found.items() if collation not in _EXACT_COLLATIONS}
+        if wrong:
+            # A table made by hand or by an older version: it would mix up
+            # tenants that differ in case or trailing spaces.  Refuse to run.
+            raise RuntimeError(
+                "servers table columns %s use collation %s, which does not compare tenant ids exactly;"
+                " convert them to %s" % (", ".join(sorted(wrong)), ", ".join(sorted(set(wrong.values()))),
+                                         " or ".join(sorted(_EXACT_COLLATIONS)))
+            )
+
+    def create_server(self, tenant_id: str, name: str) -> dict:
+        """Store a new server of *tenant_id* and return it (see :meth:`get_server`).
+
+        Raises :class:`~tenancy_mw.tenant_ids.InvalidTenantId` or
+        :class:`InvalidName` for invalid input.
+        """
+        validate_tenant_id(tenant_id)
+        validate_name(name)
+        row = {"id": str(uuid.uuid4()), "tenant_id": tenant_id, "name": name, "created": _utcnow()}
+        # One statement per write: on SQLite a transaction that reads first and
+        # writes later can fail at once under concurrency, busy timeout or not.
+        with self.engine.begin() as conn:
+            conn.execute(self.servers.insert().values(**row))
+        return self._as_server(row)
+
+    def list_servers(self, tenant_id: str) -> list[dict]:
+        """The servers of *tenant_id*, oldest first."""
+        validate_tenant_id(tenant_id)
+        table = self.servers
+        query = sa.select(table).where(table.c.tenant_id == tenant_id).order_by(table.c.created, table.c.id)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).mappings().all()
+        # The database compares exactly (see the module documentation); this
+        # second, Python-side check costs nothing and keeps that promise even
+        # if someone changes a column's collation later.
+        return [self._as_server(row) for row in rows if row["tenant_id"] == tenant_id]
+
+    def get_server(self, tenant_id: str, server_id: str) -> dict | None:
+        """The server *server_id* of *tenant_id*, or ``None``.
+
+        A server is a dict with ``id``, ``tenant_id``, ``name`` and
+        ``created`` (an aware UTC :class:`~datetime.datetime`).  A server of
+        another tenant is ``None``, exactly as an unknown one.
+        """
+        validate_tenant_id(tenant_id)
+        if not isinstance(server_id, str) or not _SERVER_ID.fullmatch(server_id):
+            return None
+        table = self.servers
+        query = sa.select(table).where(table.c.tenant_id == tenant_id, table.c.id == server_id)
+        with self.engine.connect() as conn:
+            row = conn.execute(query).mappings().first()
+        if row is None or row["tenant_id"] != tenant_id:
+            return None
+        return self._as_server(row)
+
+    def delete_server(self, tenant_id: str, server_id: str) -> bool:
+        """Delete the server *server_id* of *tenant_id*; ``False`` if it has no such server."""
+        validate_tenant_id(tenant_id)
+        if not isinstance(server_id, str) or not _SERVER_ID.fullmatch(server_id):
+            return False
+        table = self.servers
+        statement = table.delete().where(table.c.tenant_id == tenant_id, table.c.id == server_id)
+        with self.engine.begin() as conn:
+            return conn.execute(statement).rowcount == 1
+
+    def close(self) -> None:
+        """Close this process's database connections."""
+        self.engine.dispose()
+
+    @staticmethod
+    def _as_server(row) -> dict:
+        created = row["created"]
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=timezone.utc)
+        return {"id": row["id"], "tenant_id": row["tenant_id"], "name": row["name"], "created": created}
+
+
+def _sqlite_on_connect(dbapi_connection, _record) -> None:
+    """Make each SQLite connection fit for several worker processes."""
+    cursor = dbapi_connection.cursor()
+    try:
+        # Set before WAL: switching the journal mode itself may have to wait.
+        cursor.execute("PRAGMA busy_timeout = 30000")
+        # WAL: readers never block the writer and the writer never blocks
+        # readers; writes from two processes queue on the busy timeout.
+        cursor.execute("PRAGMA journal_mode = WAL")
+        # WAL's own durability guarantees are kept with NORMAL, and it is faster.
+        cursor.execute("PRAGMA synchronous = NORMAL")
+    finally:
+        cursor.close()

@@ -1,0 +1,1 @@
+"""Functional tests of the demo service in examples/: real databases, real gunicorn."""

@@ -1,0 +1,186 @@
+"""Fixtures of the demo's functional tests: databases made per session, demo servers.
+
+PostgreSQL (127.0.0.1:5432, user root, trust auth) and MariaDB
+(127.0.0.1:3306, root, empty password) are used when reachable; each test
+session creates its own database on them, ``tenancy_demo_<pid>_<random>``,
+and drops it at the end.  An unreachable server skips its tests, or fails
+them under ``CI=true`` (:func:`tests.conftest.require`).  The admin URLs can
+be changed with ``TENANCY_TEST_POSTGRES_URL`` and ``TENANCY_TEST_MARIADB_URL``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+
+import pytest
+import sqlalchemy as sa
+
+from tests.conftest import REPO_ROOT, require
+
+#: The folder of the demo, its api-paste.ini and its ``demo_compute`` package.
+EXAMPLES_DIR = os.path.join(REPO_ROOT, "examples")
+#: The demo's paste config, as ``make demo`` serves it.
+DEMO_INI = os.path.join(EXAMPLES_DIR, "api-paste.ini")
+
+# The demo is not an installed package: gunicorn finds it through its
+# --chdir, the tests through sys.path.
+if EXAMPLES_DIR not in sys.path:
+    sys.path.insert(0, EXAMPLES_DIR)
+
+POSTGRES_ADMIN_URL = os.environ.get("TENANCY_TEST_POSTGRES_URL", "postgresql+psycopg2://root@127.0.0.1:5432/test")
+MARIADB_ADMIN_URL = os.environ.get("TENANCY_TEST_MARIADB_URL", "mysql+pymysql://root:@127.0.0.1:3306/test")
+
+#: The three backends every storage test runs on.
+BACKENDS = ["sqlite", "postgresql", "mariadb"]
+
+
+def _admin_engine(admin_url: str) -> sa.Engine | None:
+    """An AUTOCOMMIT engine on the server's admin database, or ``None`` if unreachable."""
+    engine = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3})
+    try:
+        with engine.connect():
+            pass
+    except sa.exc.DBAPIError:
+        engine.dispose()
+        return None
+    return engine
+
+
+def _session_database(admin_url: str, what: str, create_sql: str, drop_sql: str):
+    """Create a database with a unique name, yield its URL, drop it."""
+    engine = _admin_engine(admin_url)
+    require(engine is not None, "%s at %s" % (what, sa.make_url(admin_url).render_as_string(hide_password=True)))
+    name = "tenancy_demo_%d_%s" % (os.getpid(), secrets.token_hex(4))
+    with engine.connect() as conn:
+        conn.execute(sa.text(create_sql % name))
+    try:
+        yield sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with engine.connect() as conn:
+            conn.execute(sa.text(drop_sql % name))
+        engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgresql_url():
+    """URL of a PostgreSQL database made for this test session."""
+    # template0: the database is UTF8 whatever template1's encoding is.  FORCE:
+    # a connection some failed test left open must not keep the database.
+    yield from _session_database(
+        POSTGRES_ADMIN_URL,
+        "PostgreSQL",
+        "CREATE DATABASE %s ENCODING 'UTF8' TEMPLATE template0",
+        "DROP DATABASE IF EXISTS %s WITH (FORCE)",
+    )
+
+
+@pytest.fixture(scope="session")
+def mariadb_url():
+    """URL of a MariaDB database made for this test session.
+
+    Made with the server's default, case-insensitive collation on purpose: the
+    demo must make its own columns compare exactly.
+    """
+    yield from _session_database(
+        MARIADB_ADMIN_URL,
+        "MariaDB",
+        "CREATE DATABASE %s CHARACTER SET utf8mb4",
+        "DROP DATABASE IF EXISTS %s",
+    )
+
+
+def empty_servers_table(url: str) -> None:
+    """Delete every row of the demo's ``servers`` table in *url*'s database, if it has one."""
+    engine = sa.create_engine(url)
+    try:
+        if sa.inspect(engine).has_table("servers"):
+            with engine.begin() as conn:
+                conn.execute(sa.text("DELETE FROM servers"))
+    finally:
+        engine.dispose()
+
+
+def sqlite_url(path) -> str:
+    """The SQLAlchemy URL of the SQLite file *path*."""
+    return "sqlite:///" + str(path)
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    """A URL per backend: a fresh SQLite file, or the session's PostgreSQL/MariaDB database, emptied."""
+    if request.param == "sqlite":
+        return sqlite_url(tmp_path / "demo.sqlite")
+    url = request.getfixturevalue(request.param + "_url")
+    empty_servers_table(url)
+    return url
+
+
+@pytest.fixture
+def store(database_url):
+    """A :class:`demo_compute.storage.ServerStore` on each backend."""
+    from demo_compute.storage import ServerStore
+
+    server_store = ServerStore(database_url)
+    yield server_store
+    server_store.close()
+
+
+class DemoClient:
+    """Talks to a demo served by gunicorn, as curl would: JSON in, JSON out.
+
+    Targets are sent exactly as given, percent-encoding and all.
+    """
+
+    def __init__(self, server) -> None:
+        self.server = server
+
+    def request(self, method: str, target: str, body=None, headers: dict | None = None):
+        """Send one request; a dict *body* is sent as JSON, bytes as they are."""
+        headers = dict(headers or {})
+        if isinstance(body, dict):
+            body = json.dumps(body).encode("utf-8")
+            headers.setdefault("Content-Type", "application/json")
+        return self.server.request(method, target, headers, body)
+
+    def create(self, tenant: str, name: str, headers: dict | None = None):
+        """POST a server named *name* under the still-encoded tenant segment *tenant*."""
+        return self.request("POST", "/v2.1/%s/servers" % tenant, {"server": {"name": name}}, headers)
+
+    def list(self, tenant: str, headers: dict | None = None):
+        """GET the server list of the still-encoded tenant segment *tenant*."""
+        return self.request("GET", "/v2.1/%s/servers" % tenant, headers=headers)
+
+    def log(self) -> str:
+        """What gunicorn and the app wrote so far."""
+        return self.server.log()
+
+
+@pytest.fixture
+def start_demo(serve_paste):
+    """Start the demo of examples/api-paste.ini under gunicorn, 2 workers, on a database URL.
+
+    Usage: ``client = start_demo(database_url)``.
+    """
+
+    def _start(database_url: str) -> DemoClient:
+        server = serve_paste(
+            DEMO_INI, workers=2, env={"TENANCY_DEMO_DATABASE_URL": database_url}, cwd=EXAMPLES_DIR
+        )
+        return DemoClient(server)
+
+    return _start
+
+
+@pytest.fixture
+def demo_db(tmp_path):
+    """The SQLite file the :func:`demo` fixture's server keeps its servers in."""
+    return tmp_path / "demo.sqlite"
+
+
+@pytest.fixture
+def demo(start_demo, demo_db):
+    """The demo under gunicorn, 2 workers, on a SQLite file of its own."""
+    return start_demo(sqlite_url(demo_db))

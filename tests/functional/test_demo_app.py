@@ -1,0 +1,132 @@
+"""The demo app in process: its paste pipeline, its configuration, strip_tenant and mounts.
+
+Real parts throughout (the paste file, oslo.middleware's RequestId, the
+tenant_path filter, a SQLite file); webtest only stands in for the socket.
+The same app behind a real gunicorn is in test_demo_server.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+import webtest
+from demo_compute.app import DATABASE_URL_ENV, DemoCompute, app_factory
+from demo_compute.storage import ServerStore
+from oslo_middleware.request_id import RequestId
+from paste.deploy import loadapp
+
+from tenancy_mw.tenant_path import TenantPath
+from tests.functional.conftest import DEMO_INI, sqlite_url
+
+
+@pytest.fixture
+def sqlite_store(tmp_path):
+    """A store on a SQLite file of the test's own."""
+    store = ServerStore(sqlite_url(tmp_path / "demo.sqlite"))
+    yield store
+    store.close()
+
+
+def pipeline(store, **tenant_path_conf):
+    """request_id, tenant_path, the demo: the pipeline of api-paste.ini, built in Python."""
+    return webtest.TestApp(RequestId(TenantPath(DemoCompute(store), tenant_path_conf)))
+
+
+def test_the_paste_file_builds_request_id_then_tenant_path_then_the_demo(tmp_path, monkeypatch):
+    db = tmp_path / "from-env.sqlite"
+    monkeypatch.setenv(DATABASE_URL_ENV, sqlite_url(db))
+    app = loadapp("config:" + DEMO_INI)
+    assert isinstance(app, RequestId)
+    assert isinstance(app.application, TenantPath)
+    assert isinstance(app.application.application, DemoCompute)
+    # The environment variable won over the file's database_url.
+    assert app.application.application.store.engine.url.database == str(db)
+    client = webtest.TestApp(app)
+    client.post_json("/v2.1/acme/servers", {"server": {"name": "web1"}}, status=201)
+    assert [s["name"] for s in client.get("/v2.1/acme/servers").json["servers"]] == ["web1"]
+    assert db.is_file()
+    app.application.application.store.close()
+
+
+def test_database_url_of_the_section_is_relative_to_the_paste_file(tmp_path, monkeypatch):
+    monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
+    app = app_factory({"here": str(tmp_path)}, database_url="sqlite:///state/demo.sqlite")
+    try:
+        assert app.store.engine.url.database == str(tmp_path / "state" / "demo.sqlite")
+        assert (tmp_path / "state" / "demo.sqlite").is_file()
+    finally:
+        app.store.close()
+
+
+def test_an_empty_environment_variable_does_not_override(tmp_path, monkeypatch):
+    monkeypatch.setenv(DATABASE_URL_ENV, "")
+    app = app_factory({"here": str(tmp_path)}, database_url=sqlite_url(tmp_path / "ini.sqlite"))
+    try:
+        assert app.store.engine.url.database == str(tmp_path / "ini.sqlite")
+    finally:
+        app.store.close()
+
+
+def test_an_unknown_option_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="databse_url"):
+        app_factory({"here": str(tmp_path)}, databse_url="sqlite://")
+
+
+@pytest.mark.parametrize("strip_tenant", ["false", "true"])
+def test_the_app_answers_the_same_whether_tenant_path_strips_the_tenant_or_not(sqlite_store, strip_tenant):
+    client = pipeline(sqlite_store, strip_tenant=strip_tenant)
+    created = client.post_json("/v2.1/Bob's%20Tenant/servers", {"server": {"name": "web1"}}, status=201)
+    server = created.json["server"]
+    assert server["tenant_id"] == "Bob's Tenant"
+    link = "http://localhost/v2.1/Bob's%20Tenant/servers/" + server["id"]
+    assert server["links"] == [{"rel": "self", "href": link}]
+    assert created.headers["Location"] == link
+    assert client.get("/v2.1/Bob's%20Tenant/servers").json["servers"] == [server]
+    assert client.get("/v2.1/Bob's%20Tenant/servers/" + server["id"]).json["server"] == server
+    client.get("/v2.1/acme/servers/" + server["id"], status=404)
+    client.delete("/v2.1/Bob's%20Tenant/servers/" + server["id"], status=204)
+    client.get("/v2.1/Bob's%20Tenant/servers/" + server["id"], status=404)
+
+
+def test_links_keep_the_mount_point(sqlite_store):
+    client = pipeline(sqlite_store)
+    created = client.post_json(
+        "/v2.1/acme/servers", {"server": {"name": "web1"}}, extra_environ={"SCRIPT_NAME": "/compute"}, status=201
+    )
+    assert created.headers["Location"].startswith("http://localhost/compute/v2.1/acme/servers/")
+    versions = client.get("/", extra_environ={"SCRIPT_NAME": "/compute"}).json
+    assert versions["versions"][0]["links"][0]["href"] == "http://localhost/compute/v2.1/"
+
+
+def test_without_tenant_path_the_servers_urls_say_it_must_run_first(sqlite_store):
+    client = webtest.TestApp(RequestId(DemoCompute(sqlite_store)))
+    answer = client.get("/v2.1/acme/servers", status=400)
+    (error,) = answer.json["errors"]
+    assert error["code"] == "demo.no-tenant"
+    assert "tenant_path filter must run before" in error["detail"]
+    assert error["request_id"] == answer.headers["x-openstack-request-id"]
+    client.post_json("/v2.1/acme/servers", {"server": {"name": "web1"}}, status=400)
+    assert sqlite_store.list_servers("acme") == []
+    # The version documents need no tenant.
+    assert client.get("/v2.1").json["version"]["id"] == "v2.1"
+
+
+def test_a_tenant_path_with_another_version_pattern_is_a_400_not_a_guess(sqlite_store):
+    # Mounted at /compute: tenant_path takes 'compute' for the version and
+    # 'v2.1' for the tenant; the app routes on v2.1 and tenant 'acme'.  They
+    # disagree: refuse rather than pick one.
+    client = pipeline(sqlite_store, version_pattern="compute")
+    answer = client.get("/v2.1/acme/servers", extra_environ={"SCRIPT_NAME": "/compute"}, status=400)
+    assert answer.json["errors"][0]["code"] == "demo.tenant-mismatch"
+    client.post_json(
+        "/v2.1/acme/servers", {"server": {"name": "web1"}}, extra_environ={"SCRIPT_NAME": "/compute"}, status=400
+    )
+    assert sqlite_store.list_servers("acme") == []
+    assert sqlite_store.list_servers("v2.1") == []
+
+
+def test_head_gets_headers_only(sqlite_store):
+    client = pipeline(sqlite_store)
+    client.post_json("/v2.1/acme/servers", {"server": {"name": "web1"}}, status=201)
+    answer = client.head("/v2.1/acme/servers", status=200)
+    assert answer.body == b""
+    assert answer.content_type == "application/json"
