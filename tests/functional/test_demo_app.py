@@ -14,6 +14,7 @@ from demo_compute.storage import ServerStore
 from oslo_middleware.request_id import RequestId
 from paste.deploy import loadapp
 
+from tenancy_mw.admin_cull import AdminCull
 from tenancy_mw.tenant_path import TenantPath
 from tests.functional.conftest import DEMO_INI, sqlite_url
 
@@ -31,20 +32,26 @@ def pipeline(store, **tenant_path_conf):
     return webtest.TestApp(RequestId(TenantPath(DemoCompute(store), tenant_path_conf)))
 
 
-def test_the_paste_file_builds_request_id_then_tenant_path_then_the_demo(tmp_path, monkeypatch):
+def test_the_paste_file_builds_request_id_admin_cull_tenant_path_then_the_demo(tmp_path, monkeypatch):
     db = tmp_path / "from-env.sqlite"
     monkeypatch.setenv(DATABASE_URL_ENV, sqlite_url(db))
     app = loadapp("config:" + DEMO_INI)
     assert isinstance(app, RequestId)
-    assert isinstance(app.application, TenantPath)
-    assert isinstance(app.application.application, DemoCompute)
+    assert isinstance(app.application, AdminCull)
+    tenant_path = app.application.application
+    assert isinstance(tenant_path, TenantPath)
+    demo = tenant_path.application
+    assert isinstance(demo, DemoCompute)
     # The environment variable won over the file's database_url.
-    assert app.application.application.store.engine.url.database == str(db)
+    assert demo.store.engine.url.database == str(db)
     client = webtest.TestApp(app)
     client.post_json("/v2.1/acme/servers", {"server": {"name": "web1"}}, status=201)
     assert [s["name"] for s in client.get("/v2.1/acme/servers").json["servers"]] == ["web1"]
+    # The public endpoint hides the tenant admin API.
+    assert client.delete("/v2.1/acme", status=404).json["errors"][0]["code"] == "tenancy.not-found"
+    client.post("/v2.1/acme/action/move?dest=other", status=404)
     assert db.is_file()
-    app.application.application.store.close()
+    demo.store.close()
 
 
 def test_database_url_of_the_section_is_relative_to_the_paste_file(tmp_path, monkeypatch):
