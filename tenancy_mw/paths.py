@@ -31,7 +31,7 @@ The rules, in order:
    - an encoded slash (``%2F``), which would change the path's structure;
    - NUL or any other control character (``%00``, ``%0A``, ``%7F``);
    - double encoding: a decoded segment that still holds an escape
-     (``%XX``, or ``%uXXXX`` as IIS wrote them), as ``a%252F`` or
+     (``%XX``, or ``%uHHHH`` as IIS wrote them), as ``a%252F`` or
      ``%2561ction`` decode to;
    - invalid UTF-8 after decoding.
 5. **Dot segments.**  ``.`` and ``..`` (also as ``%2E``) are refused, not
@@ -86,7 +86,7 @@ _PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_~!$&'()*+,;=:@-][A-Za-z0-9._~!$&'()*+,
 _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_~!$&'()*+,;=:@-][A-Za-z0-9._~!$&'()*+,;=:@-]*")
 _ENCODED_SLASH = re.compile(r"%2[Ff]")
 _MALFORMED_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
-# After one decode, any escape left (%XX, or IIS-style %uXXXX) means the
+# After one decode, any escape left (%XX, or IIS-style %uHHHH) means the
 # client encoded twice: a router that decodes again would see another path.
 _SECOND_ESCAPE = re.compile(r"%(?:[0-9A-Fa-f]{2}|[Uu][0-9A-Fa-f]{4})")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

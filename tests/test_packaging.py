@@ -97,3 +97,46 @@ def test_sample_config_is_current(tmp_path):
     assert out.read_text() == committed, "run `make genconfig` and commit doc/tenancy_mw.conf.sample"
     for group in FILTERS:
         assert "[%s]" % group in committed
+
+
+def test_paste_bad_cull_rule_fails_when_the_pipeline_loads(tmp_path):
+    ini = tmp_path / "api-paste.ini"
+    ini.write_text(
+        """
+[pipeline:main]
+pipeline = admin_cull app
+
+[filter:admin_cull]
+use = egg:tenancy_mw#admin_cull
+rules =
+    PUT,DELETE /os-services/**
+    GET os-hypervisors
+
+[app:app]
+paste.app_factory = tests.support.apps:recorder_factory
+record_file = unused
+"""
+    )
+    with pytest.raises(ValueError, match="rule 'GET os-hypervisors': the pattern must start with '/'"):
+        loadapp("config:%s" % ini)
+
+
+def test_cull_rules_from_an_oslo_config_file(tmp_path):
+    from oslo_config import cfg
+
+    from tenancy_mw.admin_cull import AdminCull
+    from tests.support.apps import Recorder
+    from tests.support.wsgi import call, make_environ
+
+    conf_file = tmp_path / "service.conf"
+    conf_file.write_text(
+        "[admin_cull]\nrules = PUT,DELETE /os-services/**\nrules = * /os-hypervisors/**\ncull_status = 403\n"
+    )
+    conf = cfg.ConfigOpts()
+    conf([], project="tenancy-test", default_config_files=[str(conf_file)])
+    recorder = Recorder()
+    app = AdminCull(recorder, conf)
+    assert call(app, make_environ("DELETE", "/v2.1/acme/os-services/1"))[0] == 403
+    assert call(app, make_environ("GET", "/v2.1/acme/os-hypervisors"))[0] == 403
+    assert call(app, make_environ("GET", "/v2.1/acme/os-services"))[0] == 200
+    assert len(recorder.seen) == 1
