@@ -289,9 +289,17 @@ class AdminCull(TenancyMiddleware):
         )
 
 
-def _judged_as(method: str) -> set[str]:
+# The usual methods' answers of _judged_as, made once.
+_JUDGED = {m: frozenset((m,)) for m in ("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
+_JUDGED["HEAD"] = frozenset(("HEAD", "GET"))
+
+
+def _judged_as(method: str) -> frozenset[str]:
     """The methods a request with *method* is judged as: HEAD is a GET too."""
-    return {method, "GET"} if method == "HEAD" else {method}
+    judged = _JUDGED.get(method)
+    if judged is None:
+        judged = frozenset((method,))
+    return judged
 
 
 def _may_override(environ: dict, method: str) -> bool:

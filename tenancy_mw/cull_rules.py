@@ -197,7 +197,12 @@ class PathView:
     def plain(self) -> bool:
         """Whether the path has a single reading (no parameters, spaces or backslashes)."""
         if self._plain is None:
-            self._plain = _ODD.search(self.folded) is None
+            folded = self.folded
+            if folded.isascii():
+                # Control characters never get this far (the canonical form refuses them).
+                self._plain = ";" not in folded and "\\" not in folded and " " not in folded
+            else:
+                self._plain = _ODD.search(folded) is None
         return self._plain
 
     @property

@@ -141,6 +141,11 @@ class CanonicalPath(NamedTuple):
         return "/" + body + ("/" if self.trailing_slash and body else "")
 
 
+def _new_path(segments: tuple, trailing_slash: bool, prefix_length: int) -> CanonicalPath:
+    # tuple.__new__ skips the named tuple's Python-level __new__: this is the hot path.
+    return tuple.__new__(CanonicalPath, (segments, trailing_slash, prefix_length))
+
+
 def shorten(value: str, limit: int = 80) -> str:
     """Return *value* cut to *limit* characters, marked when cut, for messages."""
     if len(value) <= limit:
@@ -249,21 +254,21 @@ def canonicalize(path: str, *, encoded: bool = True, prefix_length: int = 0) -> 
 def _canonicalize_path(path: str, encoded: bool, prefix_length: int, decoded: bytes | None = None) -> CanonicalPath:
     """:func:`canonicalize` of a path (no query); *decoded* is its unquoted bytes if already known."""
     if path == "*":
-        return CanonicalPath((), False, 0)
+        return _new_path((), False, 0)
     if not path.startswith("/"):
         if path == "" and not encoded:
-            return CanonicalPath((), True, 0)
+            return _new_path((), True, 0)
         raise PathRefused(
             "not-a-path",
             "Request target %r is not an absolute path." % shorten(path),
             path,
         )
     if path == "/":
-        return CanonicalPath((), True, prefix_length)
+        return _new_path((), True, prefix_length)
     trailing = path.endswith("/")
     body = path[1:-1] if trailing else path[1:]
     if _PLAIN_PATH.fullmatch(path):
-        return CanonicalPath(tuple(body.split("/")), trailing, prefix_length)
+        return _new_path(tuple(body.split("/")), trailing, prefix_length)
     if decoded is not None:
         decoded = decoded[1:-1] if trailing else decoded[1:]
     segments = _decode_body(body, encoded, decoded)
@@ -271,7 +276,7 @@ def _canonicalize_path(path: str, encoded: bool, prefix_length: int, decoded: by
         # Some rule is broken: go segment by segment to name the fault.
         plain = _PLAIN_SEGMENT.fullmatch
         segments = tuple(seg if plain(seg) else _decode_segment(seg, encoded) for seg in body.split("/"))
-    return CanonicalPath(segments, trailing, prefix_length)
+    return _new_path(segments, trailing, prefix_length)
 
 
 def _decode_body(body: str, encoded: bool, decoded: bytes | None) -> tuple[str, ...] | None:
@@ -320,8 +325,19 @@ def raw_request_path(environ: dict) -> str | None:
 
 def _compute(environ: dict, script: str, path_info: str) -> CanonicalPath:
     prefix_length = script.count("/")
-    raw = raw_request_path(environ)
-    if raw is not None and raw != "*":
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if raw:
+        if raw == "*":
+            return _new_path((), False, 0)
+        # target_path(), inlined: this runs on every request.
+        if not raw.startswith("/"):
+            raw = target_path(raw)
+        else:
+            cut = raw.find("?")
+            if cut != -1:
+                raw = raw[:cut]
+            if "#" in raw:
+                raw = raw.split("#", 1)[0]
         # Trust the raw target only while it still says what PATH_INFO says:
         # a filter or mount earlier in the pipeline may have rewritten it.
         if "%" not in raw:
@@ -331,8 +347,6 @@ def _compute(environ: dict, script: str, path_info: str) -> CanonicalPath:
             decoded = unquote_to_bytes(raw.encode("latin-1", "surrogateescape"))
             if decoded.decode("latin-1") == script + path_info:
                 return _canonicalize_path(raw, True, prefix_length, decoded)
-    elif raw == "*":
-        return CanonicalPath((), False, 0)
     return _canonicalize_path(script + path_info, False, prefix_length)
 
 
