@@ -10,7 +10,7 @@ DEMO_PORT ?= 8774
 # Programs the test suite starts for real: "command:debian-package".
 TEST_PROGRAMS := memcached:memcached
 
-.PHONY: demo test lint bench genconfig programs clean
+.PHONY: demo test lint bench genconfig programs services clean
 
 $(BIN)/.installed-demo: setup.cfg setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,10 +43,14 @@ programs:
 	  fi; \
 	done
 
+# The database servers of the SQL tests: started when installed but stopped.
+services:
+	@bash .ci/ensure-services
+
 lint: $(BIN)/.installed-test
 	$(BIN)/ruff check $(wildcard tenancy_mw tests examples bench)
 
-test: $(BIN)/.installed-test programs lint
+test: $(BIN)/.installed-test programs services lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(BIN)/.installed-test

@@ -135,6 +135,13 @@ OPTS = [
         default=DEFAULT_VERSION_PATTERN,
         help="Regular expression a whole version segment matches (Python re syntax; applied ignoring case).",
     ),
+    cfg.IntOpt(
+        "max_segments",
+        default=100,
+        min=8,
+        help="Paths with more segments than this are refused (400) before any rule is tried: an API path has "
+        "a few dozen at most, and a cap keeps matching cheap whatever the client sends.",
+    ),
     cfg.ListOpt(
         "admin_roles",
         default=[],
@@ -166,6 +173,7 @@ class AdminCull(TenancyMiddleware):
     opts = OPTS
 
     def configure(self, options) -> None:
+        """Compile the version pattern and parse the rules; a bad one raises ConfigError naming it."""
         try:
             self.version_re = re.compile(options.version_pattern, re.IGNORECASE)
         except re.error as exc:
@@ -181,6 +189,7 @@ class AdminCull(TenancyMiddleware):
             raise self.config_error("rules", options.rules, str(exc)) from None
         self.rules = parse_rules(sources) + operator_rules
         self.cull_status = options.cull_status
+        self.max_segments = options.max_segments
         self.refuse_overrides = options.method_override == "refuse"
         self.admin_roles = frozenset(r.strip().lower() for r in options.admin_roles if r.strip())
 
@@ -201,6 +210,12 @@ class AdminCull(TenancyMiddleware):
         """
         try:
             canonical = canonical_path(environ)
+            if len(canonical.segments) > self.max_segments:
+                detail = "The path has %d segments; at most %d are accepted here." % (
+                    len(canonical.segments),
+                    self.max_segments,
+                )
+                return self._answer(environ, 400, "tenancy.path-too-deep", detail)
             views = [self._view(canonical)]
             if environ.get(REWRITTEN_KEY):
                 views.append(self._view(routed_path(environ)))
@@ -337,13 +352,14 @@ def _header_overrides(environ: dict) -> set[str]:
 
 
 def _query_overrides(environ: dict) -> set[str]:
-    """``_method`` query parameters, read as webob reads them (``&`` and ``;``, decoded keys, any case)."""
-    if not environ.get("QUERY_STRING"):
+    """``_method`` query parameters, found as webob finds them: ``&`` and ``;``
+    separators, percent-decoded keys, any case.  Decoded as latin-1, so no
+    query, however malformed, makes it fail."""
+    query = environ.get("QUERY_STRING", "")
+    if not query:
         return set()
-    import webob
-
-    params = webob.Request({"QUERY_STRING": environ["QUERY_STRING"]}).GET
-    return _override_values(v for k, v in params.items() if k.strip().lower() == "_method")
+    pairs = parse_qsl(query.replace(";", "&"), keep_blank_values=True, encoding="latin-1")
+    return _override_values(v for k, v in pairs if k.strip().lower() == "_method")
 
 
 class _UnreadableBody(ValueError):

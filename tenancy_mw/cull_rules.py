@@ -160,12 +160,13 @@ class CullRule:
                 return False
             if start > view.prefix_length and any(_is_version(s, version_re) for s in segments[:start]):
                 return False  # an earlier version-like segment is the version
-            return _match(self.tokens, 0, segments, start, version_re)
+            return _match(self.tokens, segments, start, version_re)
         for segments, versions in view.readings:
-            starts = versions if self.anchor == "version" else range(len(segments) + 1)
-            for start in starts:
-                if _match(self.tokens, 0, segments, start, view.version_re):
+            if self.anchor == "version":
+                if any(_match(self.tokens, segments, start, view.version_re) for start in versions):
                     return True
+            elif _match(self.tokens, segments, 0, view.version_re):
+                return True
         return False
 
 
@@ -207,6 +208,7 @@ class PathView:
 
     @property
     def readings(self) -> tuple:
+        """The ``(segments, version starts)`` readings; see the class documentation."""
         if self._readings is None:
             segments = self.segments
             if self.plain:
@@ -240,9 +242,12 @@ def _fold(text: str) -> str:
     """Case-fold *text* as a lenient router might compare it."""
     if text.isascii():
         return text.lower()
-    # Compatibility forms (fullwidth letters) and letters that upper-case to
-    # ASCII (dotless i, long s) compare as the ASCII letters.
-    return unicodedata.normalize("NFKC", text).upper().lower()
+    # Compatibility forms (fullwidth a), letters that change case into ASCII
+    # (dotless i, long s) and letters with marks (dotted capital I, as
+    # re.IGNORECASE matches it) all compare as the plain ASCII letters.
+    decomposed = unicodedata.normalize("NFKD", text)
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return unicodedata.normalize("NFKD", bare.upper().lower())
 
 
 def _bare(segment: str) -> str:
@@ -286,24 +291,34 @@ def _literal_matches(literal: str, segment: str) -> bool:
     return stem == literal and stem != base
 
 
-def _match(tokens: tuple, ti: int, segments: tuple[str, ...], si: int, version_re: re.Pattern) -> bool:
-    while ti < len(tokens):
-        token = tokens[ti]
+def _match(tokens: tuple, segments: tuple[str, ...], start: int, version_re: re.Pattern) -> bool:
+    """Whether *tokens* match ``segments[start:]`` to the end.
+
+    Walks the set of segment positions the tokens so far can end at, so the
+    work is at most tokens x segments whatever the ``**`` in the pattern: a
+    long path cannot make matching explode.
+    """
+    end = len(segments)
+    positions = {start}
+    for token in tokens:
         if token.kind == "any":
-            # '**': try every split; the rest of the pattern is short.
-            return any(_match(tokens, ti + 1, segments, k, version_re) for k in range(si, len(segments) + 1))
-        if si >= len(segments):
+            positions = set(range(min(positions), end + 1))
+            continue
+        reached = set()
+        for si in positions:
+            if si < end:
+                segment = segments[si]
+                if token.kind == "one":
+                    reached.add(si + 1)
+                elif token.kind == "literal":
+                    if _literal_matches(token.text, segment):
+                        reached.add(si + 1)
+                elif _is_version(segment, version_re):
+                    reached.add(si + 1)
+        if not reached:
             return False
-        segment = segments[si]
-        if token.kind == "literal":
-            if not _literal_matches(token.text, segment):
-                return False
-        elif token.kind == "version":
-            if not _is_version(segment, version_re):
-                return False
-        ti += 1
-        si += 1
-    return si == len(segments)
+        positions = reached
+    return end in positions
 
 
 def parse_rule(text: str) -> CullRule:
@@ -352,7 +367,12 @@ def parse_rule(text: str) -> CullRule:
             raise RuleError(
                 "rule %r: %r is not a pattern token (a literal segment, *, **, {tenant} or {version})" % (text, raw)
             )
-    anchor = "version" if tokens[0].kind == "version" else "anywhere"
+    if tokens[0].kind == "version":
+        anchor = "version"
+    else:
+        anchor = "anywhere"
+        if tokens[0].kind != "any":
+            tokens.insert(0, _Token("any"))  # may start at any segment
     return CullRule(source, methods, tuple(tokens), anchor)
 
 

@@ -235,7 +235,10 @@ def canonicalize(path: str, *, encoded: bool = True, prefix_length: int = 0) -> 
 
     :param path: a request path or request target.  With ``encoded=True``
         (the default) it is still percent-encoded, as in ``RAW_URI``;
-        absolute form, query and fragment are allowed and dropped.
+        absolute form, query and fragment are allowed and dropped.  Like
+        every WSGI path it is read as latin-1 text of the bytes sent; a
+        string with characters beyond latin-1 is taken as text and read as
+        its UTF-8 bytes.
     :param encoded: ``False`` for a path that is already percent-decoded, as
         ``SCRIPT_NAME + PATH_INFO`` is (in PEP 3333's latin-1 form).
     :param prefix_length: recorded in the result; see
@@ -246,6 +249,12 @@ def canonicalize(path: str, *, encoded: bool = True, prefix_length: int = 0) -> 
         >>> canonicalize("http://h/v2.1/%E2%88%91/servers?x=1").segments
         ('v2.1', '∑', 'servers')
     """
+    try:
+        path.encode("latin-1")
+    except UnicodeEncodeError:
+        # Not the latin-1 form a WSGI server gives (PEP 3333) but text, such
+        # as an IRI typed in Python: take its UTF-8 bytes.
+        path = path.encode("utf-8", "surrogatepass").decode("latin-1")
     if encoded:
         path = target_path(path)
     return _canonicalize_path(path, encoded, prefix_length)

@@ -8,7 +8,11 @@ safely in a URL or a log line:
 
 - control characters (U+0000 to U+001F and U+007F) are refused;
 - ``.`` and ``..`` are refused: in a URL they are dot segments, which
-  clients resolve before sending, so they cannot name a tenant.
+  clients resolve before sending, so they cannot name a tenant;
+- text that reads as a percent-escape (``%2F``, ``%41``, ``%u0041``) is
+  refused: quoted, it arrives double-encoded, which the canonical path form
+  refuses (a router decoding twice would read another path), so such an id
+  could never be used in a URL.
 
 "255 characters" counts Unicode code points (``len()`` of the decoded
 string), not bytes: ``"∑" * 255`` is valid, ``"∑" * 256`` is not.
@@ -52,13 +56,15 @@ DEFAULT_VERSION_PATTERN = r"v[0-9]+(?:\.[0-9]+)*"
 # plus ':' and '@' (unreserved characters are never escaped by quote()).
 _SAFE_IN_SEGMENT = "!$&'()*+,;=:@"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ESCAPE_TEXT = re.compile(r"%(?:[0-9A-Fa-f]{2}|[Uu][0-9A-Fa-f]{4})")
 
 
 class InvalidTenantId(Refused):
     """A tenant id that breaks a rule.
 
     Its ``rule`` is one of ``"empty"``, ``"too-long"``, ``"slash"``,
-    ``"control-character"``, ``"dot-segment"``, ``"not-a-string"``.
+    ``"control-character"``, ``"percent-escape"``, ``"dot-segment"``,
+    ``"not-a-string"``.
     """
 
 
@@ -115,6 +121,13 @@ def validate_tenant_id(tenant_id: object) -> str:
         raise InvalidTenantId(
             "control-character",
             "Tenant id %r contains a control character." % shorten(tenant_id),
+            tenant_id,
+        )
+    if "%" in tenant_id and _ESCAPE_TEXT.search(tenant_id):
+        raise InvalidTenantId(
+            "percent-escape",
+            "Tenant id %r contains text that reads as a percent-escape; in a URL it would be"
+            " double-encoded, which is refused." % shorten(tenant_id),
             tenant_id,
         )
     if tenant_id in (".", ".."):

@@ -143,6 +143,7 @@ class TenantPath(TenancyMiddleware):
     opts = OPTS
 
     def configure(self, options) -> None:
+        """Compile the version pattern and check the header name; a bad one raises ConfigError."""
         try:
             self.version_re = re.compile(options.version_pattern)
         except re.error as exc:

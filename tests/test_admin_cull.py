@@ -421,3 +421,55 @@ def test_admin_path_form_body_stays_readable_for_the_app():
     environ = make_environ("POST", "/v2.1/acme", (("Content-Type", "application/x-www-form-urlencoded"),), body)
     assert call(app, environ)[0] == 200
     assert recorder.seen[0]["wsgi.input"].read() == body
+
+
+# Regressions from the acceptance review.
+
+
+@pytest.mark.parametrize("conf", [{}, {"method_override": "refuse"}], ids=["cull", "refuse"])
+@pytest.mark.parametrize("target", ["/v2.1/acme?a=%FF", "/v2.1/acme?_method=%FF%FE", "/v2.1/acme/servers?a=%C3%28;b"])
+def test_malformed_query_never_crashes(conf, target):
+    app, recorder = build(conf)
+    status, headers, body = call(app, make_environ("GET", target))
+    assert status in (200, 400)
+    if status == 400:
+        assert headers["Content-Type"] == "application/json"
+        assert json.loads(body)["errors"][0]["status"] == 400
+
+
+def test_too_many_segments_are_refused_before_matching():
+    app, recorder = build()
+    status, _, body = call(app, make_environ("GET", "/v2.1/acme" + "/x" * 99))
+    assert status == 400
+    error = json.loads(body)["errors"][0]
+    assert error["code"] == "tenancy.path-too-deep"
+    assert "101" in error["detail"]
+    assert recorder.seen == []
+    assert call(app, make_environ("GET", "/v2.1/acme" + "/x" * 98))[0] == 200
+
+
+def test_matching_work_grows_linearly_with_the_path(monkeypatch):
+    """A long path cannot make '**' matching explode: count the segment comparisons."""
+    from tenancy_mw import cull_rules
+
+    calls = []
+    real = cull_rules._literal_matches
+
+    def counting(literal, segment):
+        calls.append(segment)
+        return real(literal, segment)
+
+    monkeypatch.setattr(cull_rules, "_literal_matches", counting)
+    rule = "* /os-a/**/os-b/**/os-c/**/os-d"
+    app, recorder = build({"rules": rule, "max_segments": "5000"})
+    segments = ("os-a/os-b/os-c/" * 600).split("/")[:-1]
+    path = "/v2.1/acme/" + "/".join(segments)
+    assert call(app, make_environ("GET", path))[0] == 200
+    tokens = len(cull_rules.parse_rule(rule).tokens)
+    assert len(calls) <= tokens * (len(segments) + 2) * 2
+
+
+def test_long_paths_beyond_the_cap_are_cheap_to_refuse():
+    app, _ = build()
+    path = "/v2.1/acme/" + "action/a/" * 1000 + "move"
+    assert call(app, make_environ("GET", path))[0] == 400

@@ -87,6 +87,8 @@ def test_where_patterns_are_tried(rule, method, path, prefix, expected):
         "/v2.1/acme/\xa0/action/restore",
         "/v2.1/acme/act\u0131on/restore",
         "/v2.1/acme/\uff41ction/restore",
+        "/v2.1/acme/act\u0130on/restore",
+        "/v2.1/acme/acti\u00f3n/restore",
         "/v2.1\xa0/acme/action/restore",
     ],
 )

@@ -59,6 +59,9 @@ def test_spec_table_empty_id():
         ("a\nb", "control-character"),
         ("a\x00", "control-character"),
         (".", "dot-segment"),
+        ("a%2Fb", "percent-escape"),
+        ("100%41", "percent-escape"),
+        ("%u0041", "percent-escape"),
         ("..", "dot-segment"),
         (b"bytes", "not-a-string"),
         (None, "not-a-string"),
@@ -121,14 +124,27 @@ def test_quote_then_split_round_trips_every_valid_id(tenant_id):
     except InvalidTenantId:
         return
     quoted = quote_tenant_id(tenant_id)
+    assert split_tenant_path("/v1.0/" + quoted + "/widgets").tenant_id == tenant_id
+
+
+def test_percent_sign_without_escape_text_is_fine():
+    assert split_tenant_path("/v1.0/" + quote_tenant_id("100% sure") + "/x").tenant_id == "100% sure"
+
+
+def test_split_takes_text_beyond_latin1_as_utf8():
+    assert split_tenant_path("/v1.0/∑∞/widgets").tenant_id == "∑∞"
+
+
+@given(st.text(max_size=60))
+def test_any_text_yields_a_valid_id_or_a_refusal(text):
     try:
-        parts = split_tenant_path("/v1.0/" + quoted + "/widgets")
-    except PathRefused as exc:
-        # Documented: an id that still holds an escape of a separator after
-        # one decode (e.g. the literal text "%2F") is refused as double encoding.
-        assert exc.rule == "double-encoding"
+        parts = split_tenant_path("/v1.0/" + text)
+    except (PathRefused, InvalidTenantId) as exc:
+        assert exc.rule
+        assert exc.detail
         return
-    assert parts.tenant_id == tenant_id
+    if parts is not None:
+        assert validate_tenant_id(parts.tenant_id) == parts.tenant_id
 
 
 @given(st.binary(max_size=300))

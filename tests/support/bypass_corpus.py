@@ -75,6 +75,7 @@ def _path_variants(path: str) -> list[tuple[str, str]]:
         ("/" + "/".join(s.replace("a", "%u0061", 1) for s in segs) + q, "IIS %u escape"),
         ("/" + "/".join(s.replace("a", "%EF%BD%81", 1) for s in segs) + q, "fullwidth letter"),
         ("/" + "/".join(s.replace("i", "%C4%B1", 1) for s in segs) + q, "dotless i"),
+        ("/" + "/".join(s.replace("i", "%C4%B0", 1) for s in segs) + q, "dotted capital I"),
     ]
     if len(segs) > 2:
         out.append(("/" + segs[0] + "/" + "%2F".join(segs[1:]) + q, "encoded slashes between segments"))
@@ -185,6 +186,8 @@ PUBLIC_CALLS = [
                b"_method=DELETE"),
     PublicCall("POST", "/v2.1/acme", (("Content-Type", "application/x-www-form-urlencoded"),),
                b"description=_method+GET"),
+    # A query that is not UTF-8 once decoded, on a path that is admin for other methods.
+    PublicCall("GET", "/v2.1/acme?a=%FF"),
 ]
 
 # Admin calls only once tenant_path's strip_tenant has removed the tenant

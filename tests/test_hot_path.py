@@ -1,0 +1,54 @@
+"""What the pass-through path must not do: build webob objects; what pure helpers must not import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import webob.request
+
+from tenancy_mw.admin_cull import AdminCull
+from tenancy_mw.tenant_path import TenantPath
+from tests.support.apps import Recorder
+from tests.support.wsgi import call, make_environ
+
+PASS_THROUGH = [
+    ("GET", "/v2.1/acme/servers/detail?limit=2", ()),
+    ("POST", "/v2.1/acme/servers", (("Content-Type", "application/json"),)),
+    ("DELETE", "/v2.1/acme/servers/7", ()),
+    ("GET", "/v2.1/", ()),
+    ("GET", "/v1.0/Bob's%20Tenant/widgets", ()),
+]
+
+
+@pytest.mark.parametrize(("method", "target", "headers"), PASS_THROUGH)
+def test_pass_through_builds_no_webob_request(monkeypatch, method, target, headers):
+    built = []
+    real_init = webob.request.BaseRequest.__init__
+
+    def spy(self, environ, *args, **kwargs):
+        built.append(environ.get("PATH_INFO"))
+        real_init(self, environ, *args, **kwargs)
+
+    monkeypatch.setattr(webob.request.BaseRequest, "__init__", spy)
+    recorder = Recorder()
+    app = AdminCull(TenantPath(recorder, {}), {})
+    assert call(app, make_environ(method, target, headers, b"{}" if method == "POST" else b""))[0] == 200
+    assert len(recorder.seen) == 1
+    assert built == []
+
+
+def test_pure_helpers_import_no_wsgi_machinery():
+    # Compared with what the interpreter loaded before (a namespace .pth may load 'paste').
+    code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import tenancy_mw.paths, tenancy_mw.tenant_ids, tenancy_mw.cull_rules, tenancy_mw.errors\n"
+        "wsgi = ('webob', 'oslo_middleware', 'paste', 'oslo_config')\n"
+        "loaded = sorted(m for m in set(sys.modules) - before if m.split('.')[0] in wsgi)\n"
+        "print(loaded)\n"
+        "sys.exit(1 if loaded else 0)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
