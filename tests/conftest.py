@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from tests.support import databases
 from tests.support.servers import GunicornServer
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -56,3 +57,41 @@ def serve_paste(tmp_path):
     yield _serve
     for server in started:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgresql_url():
+    """URL of a PostgreSQL database made for this test session (see :mod:`tests.support.databases`)."""
+    yield from databases.server_database("postgresql", require)
+
+
+@pytest.fixture(scope="session")
+def mariadb_url():
+    """URL of a MariaDB database made for this test session, server-default (case-insensitive) collation."""
+    yield from databases.server_database("mariadb", require)
+
+
+@pytest.fixture
+def make_database(tmp_path):
+    """Make fresh, empty databases: ``make_database("sqlite" | "postgresql" | "mariadb")`` returns a URL.
+
+    Each is dropped at the end of the test.
+    """
+    made = []
+
+    def _make(backend: str) -> str:
+        if backend == "sqlite":
+            return databases.sqlite_url(tmp_path / ("db%d.sqlite" % len(made)))
+        generator = databases.server_database(backend, require)
+        made.append(generator)
+        return next(generator)
+
+    yield _make
+    for generator in made:
+        generator.close()  # runs the generator's finally: drops the database
+
+
+@pytest.fixture(params=databases.BACKENDS)
+def sql_url(request, make_database):
+    """A fresh, empty database on each backend in turn (SQLite, PostgreSQL, MariaDB)."""
+    return make_database(request.param)

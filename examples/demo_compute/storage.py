@@ -18,7 +18,7 @@ MariaDB do not by default: their default collations ignore case, and even
 ``'acme' = 'acme '``), which would let tenant ``acme `` read tenant
 ``acme``'s servers.  So the text columns there use the binary NO PAD
 collation (``utf8mb4_nopad_bin`` on MariaDB, ``utf8mb4_0900_bin`` on
-MySQL 8), and a store refuses to start on a ``servers`` table whose
+MySQL 8; :class:`tenancy_mw.sql.ExactString`), and a store refuses to start on a ``servers`` table whose
 columns compare any other way.
 """
 
@@ -31,9 +31,9 @@ import uuid
 from datetime import datetime, timezone
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import URL, make_url
 
+from tenancy_mw import sql
 from tenancy_mw.paths import shorten
 from tenancy_mw.tenant_ids import MAX_TENANT_ID_LENGTH, validate_tenant_id
 
@@ -47,12 +47,6 @@ __all__ = [
 
 #: Longest server name, in characters (code points), as for tenant ids.
 MAX_NAME_LENGTH = 255
-
-# Binary, NO PAD collations: the only ones under which MySQL/MariaDB compare
-# strings exactly (case and trailing spaces included).
-_MARIADB_COLLATION = "utf8mb4_nopad_bin"
-_MYSQL_COLLATION = "utf8mb4_0900_bin"
-_EXACT_COLLATIONS = frozenset({_MARIADB_COLLATION, _MYSQL_COLLATION})
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # The ids this store hands out: str(uuid.uuid4()).
@@ -133,69 +127,26 @@ class ServerStore:
     """
 
     def __init__(self, url: str | URL) -> None:
-        url = make_url(url)
-        backend = url.get_backend_name()
-        engine_args: dict = {}
-        if backend == "sqlite":
-            self._prepare_sqlite_file(url)
-            # pysqlite's timeout is SQLite's busy timeout: a writer waits for
-            # another process's write instead of failing at once.
-            engine_args["connect_args"] = {"timeout": 30}
-        else:
-            # Database servers close idle connections; check before reuse.
-            engine_args["pool_pre_ping"] = True
-        if backend in ("mysql", "mariadb") and "charset" not in url.query:
-            # Without utf8mb4 on the connection, 4-byte characters are mangled.
-            url = url.update_query_dict({"charset": "utf8mb4"})
         #: The SQLAlchemy engine (its pool holds this process's connections).
-        self.engine = sa.create_engine(url, **engine_args)
-        if backend == "sqlite":
-            sa.event.listen(self.engine, "connect", _sqlite_on_connect)
+        self.engine = sql.create_engine(url)
         self.metadata = sa.MetaData()
         #: The ``servers`` table.
-        self.servers = self._define_table(backend)
-        self._create_tables()
-        if backend in ("mysql", "mariadb"):
-            self._check_exact_collation()
-        # Leave no open connection in the pool: should the app be built before
-        # gunicorn forks its workers (--preload), each worker opens its own.
-        self.engine.dispose()
-
-    @staticmethod
-    def _prepare_sqlite_file(url: URL) -> None:
-        path = url.database
-        if path and path != ":memory:" and not path.startswith("file:"):
-            folder = os.path.dirname(os.path.abspath(path))
-            os.makedirs(folder, exist_ok=True)
-
-    def _define_table(self, backend: str) -> sa.Table:
-        collation = None
-        table_args: dict = {}
-        if backend in ("mysql", "mariadb"):
-            # Connect once so the dialect knows whether this is MariaDB.
-            with self.engine.connect():
-                pass
-            collation = _MARIADB_COLLATION if self.engine.dialect.is_mariadb else _MYSQL_COLLATION
-            for prefix in ("mysql", "mariadb"):
-                table_args.update(
-                    {prefix + "_engine": "InnoDB", prefix + "_charset": "utf8mb4", prefix + "_collate": collation}
-                )
-
-        def text(length: int) -> sa.types.TypeEngine:
-            if collation is None:
-                return sa.String(length)
-            return mysql.VARCHAR(length, charset="utf8mb4", collation=collation)
-
-        return sa.Table(
+        self.servers = sa.Table(
             "servers",
             self.metadata,
             sa.Column("id", sa.String(36), primary_key=True),
             # The spec: services must set aside 255 characters for a tenant id.
-            sa.Column("tenant_id", text(MAX_TENANT_ID_LENGTH), nullable=False, index=True),
-            sa.Column("name", text(MAX_NAME_LENGTH), nullable=False),
+            sa.Column("tenant_id", sql.ExactString(MAX_TENANT_ID_LENGTH), nullable=False, index=True),
+            sa.Column("name", sql.ExactString(MAX_NAME_LENGTH), nullable=False),
             sa.Column("created", sa.DateTime(), nullable=False),
-            **table_args,
+            **sql.table_options(),
         )
+        self._create_tables()
+        if sql.is_mysql(self.engine.dialect):
+            self._check_exact_collation()
+        # Leave no open connection in the pool: should the app be built before
+        # gunicorn forks its workers (--preload), each worker opens its own.
+        self.engine.dispose()
 
     def _create_tables(self) -> None:
         for attempt in range(1, _CREATE_ATTEMPTS + 1):
@@ -217,14 +168,14 @@ class ServerStore:
         )
         with self.engine.connect() as conn:
             found = {column: collation for column, collation in conn.execute(query)}
-        wrong = {column: collation for column, collation in found.items() if collation not in _EXACT_COLLATIONS}
+        wrong = {column: collation for column, collation in found.items() if collation not in sql.EXACT_COLLATIONS}
         if wrong:
             # A table made by hand or by an older version: it would mix up
             # tenants that differ in case or trailing spaces.  Refuse to run.
             raise RuntimeError(
                 "servers table columns %s use collation %s, which does not compare tenant ids exactly;"
                 " convert them to %s" % (", ".join(sorted(wrong)), ", ".join(sorted(set(wrong.values()))),
-                                         " or ".join(sorted(_EXACT_COLLATIONS)))
+                                         " or ".join(sorted(sql.EXACT_COLLATIONS)))
             )
 
     def create_server(self, tenant_id: str, name: str) -> dict:
@@ -292,18 +243,3 @@ class ServerStore:
         if created.tzinfo is None:
             created = created.replace(tzinfo=timezone.utc)
         return {"id": row["id"], "tenant_id": row["tenant_id"], "name": row["name"], "created": created}
-
-
-def _sqlite_on_connect(dbapi_connection, _record) -> None:
-    """Make each SQLite connection fit for several worker processes."""
-    cursor = dbapi_connection.cursor()
-    try:
-        # Set before WAL: switching the journal mode itself may have to wait.
-        cursor.execute("PRAGMA busy_timeout = 30000")
-        # WAL: readers never block the writer and the writer never blocks
-        # readers; writes from two processes queue on the busy timeout.
-        cursor.execute("PRAGMA journal_mode = WAL")
-        # WAL's own durability guarantees are kept with NORMAL, and it is faster.
-        cursor.execute("PRAGMA synchronous = NORMAL")
-    finally:
-        cursor.close()

@@ -1,24 +1,21 @@
 """Fixtures of the demo's functional tests: databases made per session, demo servers.
 
-PostgreSQL (127.0.0.1:5432, user root, trust auth) and MariaDB
-(127.0.0.1:3306, root, empty password) are used when reachable; each test
-session creates its own database on them, ``tenancy_demo_<pid>_<random>``,
-and drops it at the end.  An unreachable server skips its tests, or fails
-them under ``CI=true`` (:func:`tests.conftest.require`).  The admin URLs can
-be changed with ``TENANCY_TEST_POSTGRES_URL`` and ``TENANCY_TEST_MARIADB_URL``.
+The session's PostgreSQL and MariaDB databases are the ``postgresql_url``
+and ``mariadb_url`` fixtures of ``tests/conftest.py``
+(:mod:`tests.support.databases`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import sys
 
 import pytest
 import sqlalchemy as sa
 
-from tests.conftest import REPO_ROOT, require
+from tests.conftest import REPO_ROOT
+from tests.support import databases
 
 #: The folder of the demo, its api-paste.ini and its ``demo_compute`` package.
 EXAMPLES_DIR = os.path.join(REPO_ROOT, "examples")
@@ -30,66 +27,9 @@ DEMO_INI = os.path.join(EXAMPLES_DIR, "api-paste.ini")
 if EXAMPLES_DIR not in sys.path:
     sys.path.insert(0, EXAMPLES_DIR)
 
-POSTGRES_ADMIN_URL = os.environ.get("TENANCY_TEST_POSTGRES_URL", "postgresql+psycopg2://root@127.0.0.1:5432/test")
-MARIADB_ADMIN_URL = os.environ.get("TENANCY_TEST_MARIADB_URL", "mysql+pymysql://root:@127.0.0.1:3306/test")
-
 #: The three backends every storage test runs on.
-BACKENDS = ["sqlite", "postgresql", "mariadb"]
-
-
-def _admin_engine(admin_url: str) -> sa.Engine | None:
-    """An AUTOCOMMIT engine on the server's admin database, or ``None`` if unreachable."""
-    engine = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3})
-    try:
-        with engine.connect():
-            pass
-    except sa.exc.DBAPIError:
-        engine.dispose()
-        return None
-    return engine
-
-
-def _session_database(admin_url: str, what: str, create_sql: str, drop_sql: str):
-    """Create a database with a unique name, yield its URL, drop it."""
-    engine = _admin_engine(admin_url)
-    require(engine is not None, "%s at %s" % (what, sa.make_url(admin_url).render_as_string(hide_password=True)))
-    name = "tenancy_demo_%d_%s" % (os.getpid(), secrets.token_hex(4))
-    with engine.connect() as conn:
-        conn.execute(sa.text(create_sql % name))
-    try:
-        yield sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with engine.connect() as conn:
-            conn.execute(sa.text(drop_sql % name))
-        engine.dispose()
-
-
-@pytest.fixture(scope="session")
-def postgresql_url():
-    """URL of a PostgreSQL database made for this test session."""
-    # template0: the database is UTF8 whatever template1's encoding is.  FORCE:
-    # a connection some failed test left open must not keep the database.
-    yield from _session_database(
-        POSTGRES_ADMIN_URL,
-        "PostgreSQL",
-        "CREATE DATABASE %s ENCODING 'UTF8' TEMPLATE template0",
-        "DROP DATABASE IF EXISTS %s WITH (FORCE)",
-    )
-
-
-@pytest.fixture(scope="session")
-def mariadb_url():
-    """URL of a MariaDB database made for this test session.
-
-    Made with the server's default, case-insensitive collation on purpose: the
-    demo must make its own columns compare exactly.
-    """
-    yield from _session_database(
-        MARIADB_ADMIN_URL,
-        "MariaDB",
-        "CREATE DATABASE %s CHARACTER SET utf8mb4",
-        "DROP DATABASE IF EXISTS %s",
-    )
+BACKENDS = list(databases.BACKENDS)
+sqlite_url = databases.sqlite_url
 
 
 def empty_servers_table(url: str) -> None:
@@ -101,11 +41,6 @@ def empty_servers_table(url: str) -> None:
                 conn.execute(sa.text("DELETE FROM servers"))
     finally:
         engine.dispose()
-
-
-def sqlite_url(path) -> str:
-    """The SQLAlchemy URL of the SQLite file *path*."""
-    return "sqlite:///" + str(path)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -1,0 +1,164 @@
+"""``tenancy-mw-manage``: the library's one maintenance command.
+
+Verbs, as ``tenancy-mw-manage GROUP VERB [options]``:
+
+``db upgrade --url URL [--component NAME ...] [--sql]``
+    Create or migrate the tables of the library's components (all of them,
+    or those named) with Alembic (:mod:`tenancy_mw.migrations`).  ``--sql``
+    prints the SQL instead of running it.
+``db downgrade --url URL --component NAME [--revision REV]``
+    Take one component back (to ``base`` by default: drop its tables).
+``db current --url URL``
+    The revision each applied component is at.
+``db components``
+    The components that ship migrations.
+
+Components add their own groups (``tenants purge``, ``idempotency purge``,
+``ids backfill``, ...): each module named in :data:`VERB_MODULES` has a
+``register(subparsers)`` function that adds its group to the parser and
+sets ``func`` on each verb, a callable taking the parsed arguments and
+returning the exit status.
+
+``--url`` may be left out when ``$TENANCY_MW_DATABASE_URL`` is set.  The
+command exits 0 on success, 1 when the work failed (a database that cannot
+be reached, say), 2 on a usage error; errors are one line on standard
+error, never a traceback.
+
+From Python::
+
+    >>> from tenancy_mw.manage import main
+    >>> main(["db", "components"]) == 0  # doctest: +ELLIPSIS
+    ...
+    True
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+
+from tenancy_mw import migrations
+
+__all__ = ["DATABASE_URL_ENV", "VERB_MODULES", "CommandError", "add_url_argument", "build_parser", "main"]
+
+#: Environment variable read when ``--url`` is not given.
+DATABASE_URL_ENV = "TENANCY_MW_DATABASE_URL"
+
+#: Modules that add verb groups to the command (each has ``register(subparsers)``).
+VERB_MODULES: tuple[str, ...] = ()
+
+
+class CommandError(Exception):
+    """A failure to report in one line and exit 1 (raised by any verb)."""
+
+
+def add_url_argument(parser: argparse.ArgumentParser) -> None:
+    """Add the ``--url`` option every database verb takes."""
+    parser.add_argument(
+        "--url",
+        default=os.environ.get(DATABASE_URL_ENV),
+        help="SQLAlchemy URL of the database (default: $%s)" % DATABASE_URL_ENV,
+    )
+
+
+def _require_url(args: argparse.Namespace) -> str:
+    if not args.url:
+        raise CommandError("no database: give --url URL or set $%s" % DATABASE_URL_ENV)
+    try:
+        sa.engine.make_url(args.url)
+    except sa.exc.ArgumentError as exc:
+        raise CommandError("--url %r is not a SQLAlchemy URL: %s" % (args.url, exc)) from None
+    return args.url
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    url = _require_url(args)
+    done = migrations.upgrade(url, args.component or None, sql_only=args.sql)
+    if not args.sql:
+        print("upgraded: %s" % (", ".join(done) or "(no components)"))
+    return 0
+
+
+def _db_downgrade(args: argparse.Namespace) -> int:
+    migrations.downgrade(_require_url(args), args.component, args.revision)
+    print("downgraded %s to %s" % (args.component, args.revision))
+    return 0
+
+
+def _db_current(args: argparse.Namespace) -> int:
+    found = migrations.current(_require_url(args))
+    for name in migrations.components():
+        print("%s: %s" % (name, found.get(name, "(not applied)")))
+    return 0
+
+
+def _db_components(args: argparse.Namespace) -> int:
+    for name in migrations.components():
+        print(name)
+    return 0
+
+
+def _register_db(subparsers: argparse._SubParsersAction) -> None:
+    db = subparsers.add_parser("db", help="create and migrate the library's tables")
+    verbs = db.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    upgrade = verbs.add_parser("upgrade", help="apply migrations (all components, or those named)")
+    add_url_argument(upgrade)
+    upgrade.add_argument("--component", action="append", help="a component to upgrade; repeat for several")
+    upgrade.add_argument("--sql", action="store_true", help="print the SQL instead of running it")
+    upgrade.set_defaults(func=_db_upgrade)
+
+    downgrade = verbs.add_parser("downgrade", help="take one component back")
+    add_url_argument(downgrade)
+    downgrade.add_argument("--component", required=True)
+    downgrade.add_argument("--revision", default="base", help="target revision (default: base, no tables)")
+    downgrade.set_defaults(func=_db_downgrade)
+
+    current = verbs.add_parser("current", help="the revision of each component")
+    add_url_argument(current)
+    current.set_defaults(func=_db_current)
+
+    listing = verbs.add_parser("components", help="the components that ship migrations")
+    listing.set_defaults(func=_db_components)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command's argument parser, with every group of :data:`VERB_MODULES`."""
+    parser = argparse.ArgumentParser(
+        prog="tenancy-mw-manage", description="Maintain the tables of tenancy_mw's filters."
+    )
+    subparsers = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
+    _register_db(subparsers)
+    for module_name in VERB_MODULES:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command with *argv* (default: ``sys.argv[1:]``); return the exit status."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CommandError, migrations.MigrationError) as exc:
+        print("tenancy-mw-manage: %s" % exc, file=sys.stderr)
+        return 1 if isinstance(exc, CommandError) else 2
+    except sa.exc.SQLAlchemyError as exc:
+        # One line: the database's own message, without SQLAlchemy's traceback.
+        message = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        print("tenancy-mw-manage: database error: %s" % message, file=sys.stderr)
+        return 1
+    except OSError as exc:
+        # A SQLite file whose folder cannot be made or read, say.
+        print("tenancy-mw-manage: %s" % exc, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
