@@ -12,6 +12,13 @@ GET         ``/v2.1/{project_id}/servers/{id}``   ``{"server": {...}}``
 DELETE      ``/v2.1/{project_id}/servers/{id}``   ``204``
 ==========  ====================================  ====================================
 
+Requests under ``/v2.1`` are served at the microversion the client asks
+for (:mod:`demo_compute.microversions`: ``2.1`` to ``2.53``, nova's headers,
+``400`` malformed, ``406`` out of range); every answer there carries it in
+``OpenStack-API-Version`` and ``X-OpenStack-Nova-API-Version``, with
+``Vary``, and the version document advertises the range.  Handlers read it
+from ``environ['demo_compute.microversion']``.
+
 The body of a create is ``{"server": {"name": "web1"}}``.  A server is
 ``{"id", "name", "tenant_id", "created", "links"}``.
 
@@ -49,14 +56,21 @@ from urllib.parse import quote
 
 from webob import Request, Response
 
-from demo_compute import API_VERSION
+from demo_compute import API_VERSION, microversions
 from demo_compute.storage import InvalidName, ServerStore, absolute_sqlite_url, validate_name
 from tenancy_mw.errors import render_error
 from tenancy_mw.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN, InvalidTenantId, find_version, quote_tenant_id
 from tenancy_mw.tenant_path import TENANT_ID_KEY
 
-__all__ = ["DATABASE_URL_ENV", "DEFAULT_DATABASE_URL", "MAX_BODY_BYTES", "DemoCompute", "app_factory"]
+__all__ = [
+    "DATABASE_URL_ENV",
+    "DEFAULT_DATABASE_URL",
+    "MAX_BODY_BYTES",
+    "MICROVERSION_KEY",
+    "DemoCompute",
+    "app_factory",
+]
 
 LOG = logging.getLogger(__name__)
 
@@ -66,6 +80,9 @@ DATABASE_URL_ENV = "TENANCY_DEMO_DATABASE_URL"
 #: Used when neither the environment nor api-paste.ini names a database; the
 #: path is relative to the folder of api-paste.ini.
 DEFAULT_DATABASE_URL = "sqlite:///state/demo.sqlite"
+
+#: Where the version a request is served at is kept (a microversion_parse.Version).
+MICROVERSION_KEY = "demo_compute.microversion"
 
 #: Largest request body read; a create body is a few dozen bytes.
 MAX_BODY_BYTES = 64 * 1024
@@ -114,8 +131,16 @@ class DemoCompute:
     def __init__(self, store: ServerStore) -> None:
         self.store = store
 
-    def __call__(self, environ: dict, start_response: Callable):
+    def __call__(self, environ: dict, server_start_response: Callable):
         """Answer one request."""
+
+        def start_response(status, headers, exc_info=None):
+            # Every answer under /v2.1, errors included, says the version it
+            # was served at, as nova's do.
+            if MICROVERSION_KEY in environ:
+                headers = list(headers) + microversions.response_headers(environ[MICROVERSION_KEY])
+            return server_start_response(status, headers, exc_info)
+
         try:
             response = self._route(Request(environ))
         except _Fail as fail:
@@ -157,6 +182,12 @@ class DemoCompute:
                 "API version %r is not served here; this service has %s only."
                 % (shorten(segments[version_index]), API_VERSION),
             )
+        try:
+            req.environ[MICROVERSION_KEY] = microversions.negotiate(req.environ)
+        except microversions.VersionError as exc:
+            req.environ[MICROVERSION_KEY] = None
+            code = "demo.bad-version" if exc.status == 400 else "demo.version-not-acceptable"
+            raise _Fail(exc.status, code, exc.detail) from None
         mount = self._url(req, segments[:version_index])
         rest = segments[version_index + 1:]
         if not rest:
@@ -223,8 +254,8 @@ class DemoCompute:
         return {
             "id": API_VERSION,
             "status": "CURRENT",
-            "version": "2.1",
-            "min_version": "2.1",
+            "version": str(microversions.MAX_VERSION),
+            "min_version": str(microversions.MIN_VERSION),
             "updated": "2013-07-23T11:33:21Z",
             "links": [{"rel": "self", "href": "%s/%s/" % (mount, API_VERSION)}],
         }
