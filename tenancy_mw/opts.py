@@ -8,12 +8,13 @@ section takes the same names.
 from __future__ import annotations
 
 from tenancy_mw.admin_cull import AdminCull
+from tenancy_mw.id_resolver import IdResolver
 from tenancy_mw.tenant_path import TenantPath
 
 __all__ = ["FILTERS", "list_opts"]
 
 #: The filter classes, in the order their groups appear in a sample config.
-FILTERS = (TenantPath, AdminCull)
+FILTERS = (TenantPath, AdminCull, IdResolver)
 
 
 def list_opts():
@@ -22,6 +23,6 @@ def list_opts():
     Example::
 
         >>> [group for group, _ in list_opts()]
-        ['tenant_path', 'admin_cull']
+        ['tenant_path', 'admin_cull', 'id_resolver']
     """
     return [(cls.opt_group, cls.all_opts()) for cls in FILTERS]

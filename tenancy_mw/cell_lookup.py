@@ -1,0 +1,431 @@
+"""Find a record by integer id or uuid in every cell database at once.
+
+:class:`CellLookup` holds one SQLAlchemy engine per cell, created once, and
+a thread pool; :meth:`CellLookup.find` asks every cell concurrently, each
+within ``cell_timeout`` seconds, and says where the record was found and
+which cells did not answer.  :meth:`CellLookup.resolve` turns that into one
+``(cell, row)`` or an exception, by the rules of the ``id_resolver`` filter
+(:mod:`tenancy_mw.id_resolver`), for service code outside WSGI.
+
+Rules of :meth:`~CellLookup.resolve`
+    - by uuid: found in a cell -> that cell (a uuid is unique: the first
+      cell that has it answers, without waiting for the others); found
+      nowhere -> :class:`RecordNotFound`; found nowhere while some cell did
+      not answer -> :class:`CellsUnavailable`, never a false "not found".
+    - by integer id: found in exactly one cell and every cell answered ->
+      that cell; in several -> :class:`AmbiguousId`; nowhere ->
+      :class:`RecordNotFound`; any cell did not answer ->
+      :class:`CellsUnavailable` (the id could be there too).
+
+Timeouts
+    The calling thread waits at most ``cell_timeout``.  The drivers are told
+    the same limit, so a cell's threads do not hang either: PostgreSQL
+    (psycopg2) gets ``connect_timeout`` (libpq counts whole seconds, at
+    least 2), a ``statement_timeout`` and ``tcp_user_timeout``;
+    MySQL/MariaDB (PyMySQL, mysqlclient) ``connect_timeout`` and socket
+    read/write timeouts; SQLite a busy timeout.  Each cell has threads and
+    connections of its own (``pool_size`` of each, no overflow), so a slow
+    cell never delays the others' lookups; a lookup that waited in its
+    cell's queue past its asker's deadline is dropped without touching the
+    database, and while more than ``4 * pool_size`` lookups wait for one
+    cell (it stopped answering), further ones count it as not answering at
+    once.
+
+Queries
+    Only bound parameters: ``SELECT id, uuid FROM table WHERE id = :ident``
+    (or ``uuid = :ident``), identifiers quoted by SQLAlchemy.  The uuid
+    column should be indexed in every cell.  Connections go back to their
+    pool before a lookup returns, including after an error; a connection
+    the server dropped is discarded and the lookup tried once more.
+
+Example::
+
+    >>> lookup = CellLookup({"cell1": "sqlite://", "cell2": "sqlite://"})
+    >>> with lookup.engines["cell1"].begin() as conn:
+    ...     _ = conn.exec_driver_sql("CREATE TABLE services (id INTEGER PRIMARY KEY, uuid VARCHAR(36))")
+    ...     _ = conn.exec_driver_sql("INSERT INTO services VALUES (7, 'f4c2e7a0-1d2b-4c3e-9f00-0a1b2c3d4e5f')")
+    >>> with lookup.engines["cell2"].begin() as conn:
+    ...     _ = conn.exec_driver_sql("CREATE TABLE services (id INTEGER PRIMARY KEY, uuid VARCHAR(36))")
+    >>> found = lookup.resolve("services", "F4C2E7A0-1D2B-4C3E-9F00-0A1B2C3D4E5F", by_uuid=True)
+    >>> found.cell, found.row["id"]
+    ('cell1', 7)
+    >>> lookup.close()
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from tenancy_mw import sql
+from tenancy_mw.cell_ids import InvalidId, parse_cells, parse_integer_id, parse_uuid
+
+__all__ = [
+    "AmbiguousId",
+    "CellLookup",
+    "CellsUnavailable",
+    "Found",
+    "InvalidId",
+    "ResolveError",
+    "RecordNotFound",
+    "Resolved",
+    "driver_timeouts",
+]
+
+LOG = logging.getLogger(__name__)
+
+
+class ResolveError(Exception):
+    """Base of the outcomes of :meth:`CellLookup.resolve` that are not one record."""
+
+
+class RecordNotFound(ResolveError):
+    """No cell has the record, and every cell answered."""
+
+
+class AmbiguousId(ResolveError):
+    """An integer id found in several cells.
+
+    :ivar cells: the names of the cells that have it.
+    """
+
+    def __init__(self, message: str, cells: list[str]) -> None:
+        super().__init__(message)
+        self.cells = cells
+
+
+class CellsUnavailable(ResolveError):
+    """The answer depends on cells that did not answer in time (or failed).
+
+    :ivar cells: the names of those cells.
+    """
+
+    def __init__(self, message: str, cells: list[str]) -> None:
+        super().__init__(message)
+        self.cells = cells
+
+
+class Resolved(NamedTuple):
+    """A record found in exactly one cell: the cell's name and the row as a dict."""
+
+    cell: str
+    row: dict
+
+
+@dataclass
+class Found:
+    """What the cells said about one id.
+
+    :ivar matches: ``(cell, row)`` for every cell that has the record.
+    :ivar unanswered: the cells that did not answer in time or failed.
+    :ivar complete: False when the lookup stopped at the first match
+        (a uuid) without waiting for the other cells.
+    """
+
+    matches: list[tuple[str, dict]] = field(default_factory=list)
+    unanswered: list[str] = field(default_factory=list)
+    complete: bool = True
+
+
+def driver_timeouts(url: str | sa.URL, timeout: float) -> dict[str, Any]:
+    """``connect_args`` that make the driver of *url* give up after about *timeout* seconds.
+
+    Example::
+
+        >>> driver_timeouts("mysql+pymysql://root@db/nova", 0.5)
+        {'connect_timeout': 0.5, 'read_timeout': 0.5, 'write_timeout': 0.5}
+    """
+    url = make_url(url)
+    backend, driver = url.get_backend_name(), url.get_driver_name()
+    milliseconds = max(1, int(timeout * 1000))
+    if backend == "postgresql" and driver in ("psycopg2", "psycopg"):
+        return {
+            # libpq counts whole seconds and takes 1 as 2.
+            "connect_timeout": max(2, math.ceil(timeout)),
+            "options": "-c statement_timeout=%d" % milliseconds,
+            "tcp_user_timeout": milliseconds,
+            "keepalives": 1,
+            "keepalives_idle": max(1, math.ceil(timeout)),
+            "keepalives_interval": 1,
+            "keepalives_count": 2,
+        }
+    if backend in ("mysql", "mariadb") and driver == "pymysql":
+        return {"connect_timeout": timeout, "read_timeout": timeout, "write_timeout": timeout}
+    if backend in ("mysql", "mariadb") and driver in ("mysqldb", "mysqlclient"):
+        seconds = max(1, math.ceil(timeout))
+        return {"connect_timeout": seconds, "read_timeout": seconds, "write_timeout": seconds}
+    if backend == "sqlite":
+        return {"timeout": timeout}
+    return {}
+
+
+#: How many lookups may wait for a cell per connection of its pool, beyond
+#: which the cell counts as not answering at once instead of queueing more.
+WAITING_PER_CONNECTION = 4
+
+_TOO_LATE = object()
+
+
+class _Cell:
+    """One cell: its engine and how many lookups it may run at once."""
+
+    def __init__(self, name: str, url: str, timeout: float, pool_size: int, pool_recycle: int) -> None:
+        self.name = name
+        self.url = url
+        self.pool_size = pool_size
+        self.max_waiting = pool_size * WAITING_PER_CONNECTION
+        self._waiting = 0
+        self._lock = threading.Lock()
+        self.executor = self._new_executor()
+        args: dict[str, Any] = {"connect_args": driver_timeouts(url, timeout)}
+        parsed = make_url(url)
+        if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+            # One in-memory database shared by the pool threads (tests, examples).
+            args.update(poolclass=sa.pool.StaticPool)
+            args["connect_args"]["check_same_thread"] = False
+        else:
+            args.update(pool_size=pool_size, max_overflow=0, pool_timeout=timeout, pool_recycle=pool_recycle)
+        if parsed.get_backend_name() != "sqlite":
+            # A ping per checkout would double every lookup's round trips;
+            # a dropped connection is retried once instead (_ask).
+            args["pool_pre_ping"] = False
+        self.engine = sql.create_engine(url, **args)
+        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+            milliseconds = max(1, int(timeout * 1000))
+
+            def _busy_timeout(dbapi_connection, _record):
+                # After tenancy_mw.sql's own (30 s, for writers): a lookup waits no longer than its timeout.
+                cursor = dbapi_connection.cursor()
+                try:
+                    cursor.execute("PRAGMA busy_timeout = %d" % milliseconds)
+                finally:
+                    cursor.close()
+
+            sa.event.listen(self.engine, "connect", _busy_timeout)
+
+    def _new_executor(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=self.pool_size, thread_name_prefix="tenancy-cell-" + self.name)
+
+    def submit(self, statement, ident, deadline: float):
+        """Queue one lookup on this cell's own threads; ``None`` when the cell is too far behind."""
+        with self._lock:
+            if self._waiting >= self.max_waiting:
+                return None
+            self._waiting += 1
+        try:
+            return self.executor.submit(self._ask, statement, ident, deadline)
+        except BaseException:
+            self._done()
+            raise
+
+    def _done(self) -> None:
+        with self._lock:
+            self._waiting -= 1
+
+    @property
+    def busy(self) -> int:
+        """Lookups queued or running on this cell now."""
+        return self._waiting
+
+    def _ask(self, statement, ident, deadline: float):
+        """The row, ``None``, or :data:`_TOO_LATE`; runs on one of the cell's threads."""
+        try:
+            if time.monotonic() >= deadline:
+                # Whoever asked has given up (the cell was slow): spare the database.
+                return _TOO_LATE
+            for attempt in (1, 2):
+                try:
+                    with self.engine.connect() as conn:
+                        row = conn.execute(statement, {"ident": ident}).mappings().first()
+                    return dict(row) if row is not None else None
+                except sa.exc.DBAPIError as exc:
+                    if attempt == 1 and exc.connection_invalidated:
+                        continue  # the server dropped a pooled connection: one fresh try
+                    raise
+            return None  # pragma: no cover - the loop always returns or raises
+        finally:
+            self._done()
+
+    def after_fork(self) -> None:
+        # A forked worker must not share its parent's sockets, threads or locks.
+        self.engine.dispose(close=False)
+        self._waiting = 0
+        self._lock = threading.Lock()
+        self.executor = self._new_executor()
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True)
+        self.engine.dispose()
+
+
+class _Statements:
+    """The two lookups of one table, built once."""
+
+    def __init__(self, table: str, id_column: str, uuid_column: str, all_columns: bool) -> None:
+        schema, _, name = table.rpartition(".")
+        tbl = sa.table(name, sa.column(id_column), sa.column(uuid_column), schema=schema or None)
+        id_col, uuid_col = tbl.c[id_column], tbl.c[uuid_column]
+        base = sa.select(sa.text("*")).select_from(tbl) if all_columns else sa.select(id_col, uuid_col)
+        self.by_id = base.where(id_col == sa.bindparam("ident", type_=sa.BigInteger())).limit(2)
+        self.by_uuid = base.where(uuid_col == sa.bindparam("ident", type_=sa.String(36))).limit(2)
+
+
+class CellLookup:
+    """Every cell's engine and a thread pool to ask them all at once; see the module doc.
+
+    :param cells: ``{name: url}``, or the ``cells`` option's text
+        (``name=URL`` items separated by commas).
+    :param cell_timeout: seconds each cell has to answer.
+    :param pool_size: connections per cell, also the most lookups a cell
+        runs at once.
+    :param pool_recycle: seconds after which an idle connection is replaced.
+    """
+
+    def __init__(
+        self,
+        cells: Mapping[str, str] | str,
+        *,
+        cell_timeout: float = 2.0,
+        pool_size: int = 5,
+        pool_recycle: int = 600,
+    ) -> None:
+        if cell_timeout <= 0:
+            raise ValueError("cell_timeout must be positive, not %r" % (cell_timeout,))
+        if pool_size < 1:
+            raise ValueError("pool_size must be at least 1, not %r" % (pool_size,))
+        self.cell_timeout = cell_timeout
+        self.pool_size = pool_size
+        self._cells = [
+            _Cell(name, url, cell_timeout, pool_size, pool_recycle) for name, url in parse_cells(cells).items()
+        ]
+        #: The cells' engines by name, for service code and tests.
+        self.engines = {cell.name: cell.engine for cell in self._cells}
+        self._statements: dict[tuple, _Statements] = {}
+        self._statements_lock = threading.Lock()
+        ref = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: (lambda me: me and me._after_fork())(ref()))
+
+    @property
+    def cell_names(self) -> list[str]:
+        """The cells, in configuration order."""
+        return [cell.name for cell in self._cells]
+
+    def _after_fork(self) -> None:
+        for cell in self._cells:
+            cell.after_fork()
+
+    def statements(self, table: str, id_column: str = "id", uuid_column: str = "uuid", all_columns: bool = False):
+        """The cached lookup statements of a table (``.by_id``, ``.by_uuid``)."""
+        key = (table, id_column, uuid_column, all_columns)
+        found = self._statements.get(key)
+        if found is None:
+            with self._statements_lock:
+                found = self._statements.setdefault(key, _Statements(table, id_column, uuid_column, all_columns))
+        return found
+
+    def find(self, statement, ident, *, stop_at_first: bool = False) -> Found:
+        """Run *statement* with ``:ident`` bound to *ident* in every cell at once.
+
+        Waits at most ``cell_timeout`` seconds.  With *stop_at_first*, returns
+        as soon as one cell has a row.
+        """
+        found = Found()
+        pending = {}
+        deadline = time.monotonic() + self.cell_timeout
+        for cell in self._cells:
+            future = cell.submit(statement, ident, deadline)
+            if future is None:
+                LOG.warning("cell %s: %d lookups waiting already; counted as not answering", cell.name, cell.busy)
+                found.unanswered.append(cell.name)
+            else:
+                pending[future] = cell
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            done, _ = wait(pending, timeout=remaining, return_when=FIRST_COMPLETED)
+            for future in done:
+                cell = pending.pop(future)
+                try:
+                    row = future.result()
+                except Exception as exc:  # noqa: BLE001 - any failure of a cell is "did not answer"
+                    LOG.warning("cell %s did not answer: %s", cell.name, str(exc).strip().splitlines()[0])
+                    found.unanswered.append(cell.name)
+                    continue
+                if row is _TOO_LATE:
+                    found.unanswered.append(cell.name)
+                elif row is not None:
+                    found.matches.append((cell.name, row))
+            if stop_at_first and found.matches:
+                found.complete = not pending
+                return found
+        for cell in pending.values():
+            LOG.warning("cell %s did not answer within %.3g s", cell.name, self.cell_timeout)
+            found.unanswered.append(cell.name)
+        return found
+
+    def find_id(
+        self, table: str, ident: int | str, *, by_uuid: bool, id_column: str = "id", uuid_column: str = "uuid",
+        all_columns: bool = False,
+    ) -> Found:
+        """:meth:`find` for one table's integer id or (already checked, lower-case) uuid."""
+        statements = self.statements(table, id_column, uuid_column, all_columns)
+        if by_uuid:
+            return self.find(statements.by_uuid, ident, stop_at_first=True)
+        return self.find(statements.by_id, ident)
+
+    def resolve(
+        self, table: str, ident: int | str, *, by_uuid: bool, id_column: str = "id", uuid_column: str = "uuid"
+    ) -> Resolved:
+        """The one cell and full row of *ident* in *table*, by the rules of the module doc.
+
+        *ident* is a uuid (``by_uuid=True``, any case, hyphenated) or an
+        integer id, as an ``int`` or its decimal text.  Raises
+        :class:`~tenancy_mw.cell_ids.InvalidId`, :class:`RecordNotFound`,
+        :class:`AmbiguousId` or :class:`CellsUnavailable`.
+        """
+        if by_uuid:
+            key: int | str = parse_uuid(ident)
+        else:
+            key = ident if isinstance(ident, int) and not isinstance(ident, bool) else parse_integer_id(str(ident))
+        found = self.find_id(
+            table, key, by_uuid=by_uuid, id_column=id_column, uuid_column=uuid_column, all_columns=True
+        )
+        return outcome(found, table, key, by_uuid)
+
+    def close(self) -> None:
+        """Stop the cells' threads and close their connections."""
+        for cell in self._cells:
+            cell.close()
+
+
+def outcome(found: Found, table: str, key: int | str, by_uuid: bool) -> Resolved:
+    """The one record *found* names, or the exception the rules give (see the module doc)."""
+    if by_uuid and found.matches:
+        cell, row = found.matches[0]
+        return Resolved(cell, row)
+    if found.unanswered:
+        raise CellsUnavailable(
+            "%s %r could not be looked up: cell%s %s did not answer"
+            % (table, key, "s" if len(found.unanswered) > 1 else "", ", ".join(found.unanswered)),
+            found.unanswered,
+        )
+    if not found.matches:
+        raise RecordNotFound("%s %r is in no cell" % (table, key))
+    if len(found.matches) > 1:
+        cells = [cell for cell, _ in found.matches]
+        raise AmbiguousId("%s id %r is in several cells: %s" % (table, key, ", ".join(cells)), cells)
+    cell, row = found.matches[0]
+    return Resolved(cell, row)
+

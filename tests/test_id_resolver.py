@@ -1,0 +1,531 @@
+"""id_resolver across three cells at once (SQLite, PostgreSQL, MariaDB), with ids duplicated across them."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import sqlalchemy as sa
+import webtest
+
+from tenancy_mw.base import ConfigError
+from tenancy_mw.cell_lookup import AmbiguousId, CellLookup, CellsUnavailable, RecordNotFound
+from tenancy_mw.id_resolver import IdResolver
+from tests.conftest import require
+from tests.support import cells as cellsupport
+from tests.support.apps import Recorder
+from tests.support.cells import NO_UUID, ROWS, closed_port_url, row_uuid, silent_server
+
+RESOURCES = """
+/os-services/{id} services id uuid except=enable,disable,disable-log-reason,force-down
+/os-hypervisors/{id} compute_nodes id uuid except=detail,statistics
+/os-hypervisors/{id}/uptime compute_nodes id uuid
+"""
+LEGACY = "X-OpenStack-Nova-API-Version"
+AT = {"OpenStack-API-Version": "compute 2.53"}
+BELOW = {"OpenStack-API-Version": "compute 2.52"}
+
+
+@pytest.fixture(scope="module")
+def cells(tmp_path_factory):
+    yield from cellsupport.three_cells(require, tmp_path_factory.mktemp("cells"))
+
+
+def cells_option(cells: dict) -> str:
+    return ", ".join("%s=%s" % item for item in cells.items())
+
+
+def options(cells: dict, **extra) -> dict:
+    conf = {
+        "cells": cells_option(cells),
+        "resources": RESOURCES,
+        "uuid_microversion": "compute 2.53",
+        "max_microversion": "2.90",
+        "legacy_version_header": LEGACY,
+        "cell_timeout": "3",
+    }
+    conf.update(extra)
+    return conf
+
+
+@pytest.fixture(scope="module")
+def resolver(cells):
+    recorder = Recorder()
+    filt = IdResolver(recorder, options(cells))
+    filt.recorder = recorder
+    yield filt
+    filt.lookup.close()
+
+
+@pytest.fixture
+def app(resolver):
+    resolver.recorder.seen.clear()
+    return webtest.TestApp(resolver)
+
+
+def seen(resolver) -> dict:
+    (environ,) = resolver.recorder.seen
+    return {key: environ.get(key) for key in ("tenancy.cell", "tenancy.resource_id", "tenancy.resource_uuid")}
+
+
+def wait_idle(lookup: CellLookup, timeout: float = 10.0) -> None:
+    """Wait until every cell's lookups are over (they run on the cells' threads); check none holds a connection."""
+    deadline = time.monotonic() + timeout
+    for cell in lookup._cells:
+        while cell.busy and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert cell.busy == 0, "cell %s: %d lookups still running" % (cell.name, cell.busy)
+    for name, engine in lookup.engines.items():
+        checked_out = getattr(engine.pool, "checkedout", lambda: 0)()
+        assert checked_out == 0, "cell %s: %d connections still checked out" % (name, checked_out)
+
+
+# Below the switch: integer ids --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "cell", "ident", "table"),
+    [
+        ("/v2.1/os-services/3", "c-sqlite", 3, "services"),
+        ("/v2.1/os-services/4", "c-pg", 4, "services"),
+        ("/v2.1/os-services/5", "c-maria", 5, "services"),
+        ("/v2.1/acme/os-services/4", "c-pg", 4, "services"),
+        ("/v2.1/os-hypervisors/2", "c-pg", 2, "compute_nodes"),
+        ("/v2.1/os-hypervisors/3/uptime", "c-maria", 3, "compute_nodes"),
+        ("/v2.1/acme/os-hypervisors/3/uptime", "c-maria", 3, "compute_nodes"),
+    ],
+)
+def test_unique_integer_id_below_the_switch_passes_with_its_cell(app, resolver, path, cell, ident, table):
+    app.get(path)  # no version header: the service's minimum
+    assert seen(resolver) == {
+        "tenancy.cell": cell,
+        "tenancy.resource_id": ident,
+        "tenancy.resource_uuid": row_uuid(cell, table, ident),
+    }
+
+
+def test_integer_id_of_a_row_without_uuid_passes_with_none(app, resolver):
+    assert ("c-maria", "services", 6) in NO_UUID
+    app.get("/v2.1/os-services/6", headers=BELOW)
+    assert seen(resolver) == {"tenancy.cell": "c-maria", "tenancy.resource_id": 6, "tenancy.resource_uuid": None}
+
+
+@pytest.mark.parametrize("path", ["/v2.1/os-services/1", "/v2.1/os-services/2", "/v2.1/os-hypervisors/1"])
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_integer_id_in_several_cells_is_400_naming_the_microversion(app, resolver, path, method):
+    response = app.request(path, method=method, headers=BELOW, expect_errors=True)
+    assert response.status_int == 400
+    error = response.json["errors"][0]
+    assert error["code"] == "tenancy.ambiguous-id"
+    assert "2 records in different cells" in error["detail"]
+    assert "2.53" in error["detail"]
+    assert resolver.recorder.seen == []
+
+
+def test_integer_id_in_no_cell_is_404(app, resolver):
+    response = app.get("/v2.1/os-services/77", expect_errors=True)
+    assert response.status_int == 404
+    assert response.json["errors"][0]["code"] == "tenancy.not-found"
+    assert "77" in response.json["errors"][0]["detail"]
+    assert resolver.recorder.seen == []
+
+
+def test_uuid_below_the_switch_is_400_naming_the_microversion(app, resolver):
+    uuid = row_uuid("c-pg", "services", 4)
+    for headers in ({}, BELOW, {LEGACY: "2.1"}):
+        response = app.get("/v2.1/os-services/%s" % uuid, headers=headers, expect_errors=True)
+        assert response.status_int == 400
+        assert response.json["errors"][0]["code"] == "tenancy.uuid-needs-microversion"
+        assert "2.53" in response.json["errors"][0]["detail"]
+    assert resolver.recorder.seen == []
+
+
+# At and above the switch: uuids ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        AT,
+        {"OpenStack-API-Version": "compute 2.60"},
+        {"OpenStack-API-Version": "compute 2.90"},
+        {"OpenStack-API-Version": "compute latest"},
+        {LEGACY: "2.53"},
+        {LEGACY: "latest"},
+        # The standard header wins over the legacy one.
+        {"OpenStack-API-Version": "compute 2.53", LEGACY: "2.1"},
+        {"OpenStack-API-Version": "volume 3.0, compute 2.70"},
+    ],
+)
+@pytest.mark.parametrize(("cell", "table", "ident"), [("c-sqlite", "services", 1), ("c-pg", "services", 1),
+                                                     ("c-maria", "services", 2)])
+def test_uuid_at_or_above_the_switch_finds_its_cell(app, resolver, headers, cell, table, ident):
+    # services 1 and 2 are each in two cells: the uuid says which record.
+    uuid = row_uuid(cell, table, ident)
+    app.delete("/v2.1/os-services/%s" % uuid, headers=headers)
+    assert seen(resolver) == {"tenancy.cell": cell, "tenancy.resource_id": ident, "tenancy.resource_uuid": uuid}
+
+
+def test_uuid_in_upper_case_is_found_and_handed_on_as_stored(app, resolver):
+    uuid = row_uuid("c-maria", "compute_nodes", 3)
+    app.get("/v2.1/os-hypervisors/%s/uptime" % uuid.upper(), headers=AT)
+    assert seen(resolver)["tenancy.resource_uuid"] == uuid
+    assert seen(resolver)["tenancy.cell"] == "c-maria"
+
+
+def test_uuid_in_no_cell_is_404(app, resolver):
+    response = app.get("/v2.1/os-hypervisors/00000000-0000-4000-8000-000000000000", headers=AT, expect_errors=True)
+    assert response.status_int == 404
+    assert response.json["errors"][0]["code"] == "tenancy.not-found"
+
+
+@pytest.mark.parametrize("headers", [AT, {"OpenStack-API-Version": "compute latest"}, {LEGACY: "2.60"}])
+def test_integer_id_at_or_above_the_switch_is_400_invalid_uuid(app, resolver, headers):
+    response = app.get("/v2.1/os-services/3", headers=headers, expect_errors=True)
+    assert response.status_int == 400
+    error = response.json["errors"][0]
+    assert error["code"] == "tenancy.invalid-id.not-a-uuid"
+    assert "'3'" in error["detail"]
+    assert resolver.recorder.seen == []
+
+
+# Versions ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"OpenStack-API-Version": "compute 2"},
+        {"OpenStack-API-Version": "compute 2.x"},
+        {"OpenStack-API-Version": "compute two.five"},
+        {"OpenStack-API-Version": "compute 2.-1"},
+        {LEGACY: "abc"},
+        {LEGACY: ""},
+    ],
+)
+def test_malformed_version_is_400(app, resolver, headers):
+    response = app.get("/v2.1/os-services/3", headers=headers, expect_errors=True)
+    assert response.status_int == 400, response.text
+    assert response.json["errors"][0]["code"] == "tenancy.bad-version"
+    assert "OpenStack-API-Version" in response.headers["Vary"]
+    assert LEGACY in response.headers["Vary"]
+    assert resolver.recorder.seen == []
+
+
+@pytest.mark.parametrize("headers", [{"OpenStack-API-Version": "compute 2.91"}, {LEGACY: "3.0"}])
+def test_version_above_the_maximum_is_406(app, resolver, headers):
+    response = app.get("/v2.1/os-services/3", headers=headers, expect_errors=True)
+    assert response.status_int == 406
+    error = response.json["errors"][0]
+    assert error["code"] == "tenancy.version-not-acceptable"
+    assert "2.90" in error["detail"]
+
+
+def test_version_below_the_minimum_is_406_when_a_minimum_is_set(cells):
+    filt = IdResolver(Recorder(), options(cells, min_microversion="2.1"))
+    try:
+        response = webtest.TestApp(filt).get("/v2.1/os-services/3", headers={LEGACY: "2.0"}, expect_errors=True)
+        assert response.status_int == 406
+        assert webtest.TestApp(filt).get("/v2.1/os-services/3", headers={LEGACY: "2.1"}).status_int == 200
+    finally:
+        filt.lookup.close()
+
+
+def test_another_services_version_is_not_this_ones(app, resolver):
+    # Only "volume" is named: compute is at its minimum, below the switch.
+    app.get("/v2.1/os-services/3", headers={"OpenStack-API-Version": "volume 3.70"})
+    assert seen(resolver)["tenancy.resource_id"] == 3
+
+
+# Requests it does not look at -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v2.1/os-services",
+        "/v2.1/acme/servers/1",
+        "/v2.1/os-hypervisors/detail",
+        "/v2.1/os-hypervisors/statistics",
+        "/v2.1/acme/os-hypervisors/detail",
+        "/v2.1/os-hypervisors/london/search",
+        "/v2.1/os-services/disable",
+        "/",
+        "/v2.1",
+        "/healthcheck",
+    ],
+)
+def test_other_routes_pass_untouched_whatever_their_version_header(app, resolver, path):
+    app.put(path, headers={"OpenStack-API-Version": "compute nonsense"})
+    assert seen(resolver) == {"tenancy.cell": None, "tenancy.resource_id": None, "tenancy.resource_uuid": None}
+
+
+def test_empty_segments_and_trailing_slash_do_not_hide_the_id(app, resolver):
+    response = app.get("/v2.1//os-services/1/", headers=BELOW, expect_errors=True)
+    assert response.status_int == 400
+    assert response.json["errors"][0]["code"] == "tenancy.ambiguous-id"
+
+
+def test_path_without_canonical_form_is_400(app, resolver):
+    environ = {"RAW_URI": "/v2.1/os-services/1%2F2", "PATH_INFO": "/v2.1/os-services/1/2"}
+    response = app.get("/v2.1/os-services/1/2", extra_environ=environ, expect_errors=True)
+    assert response.status_int == 400
+    assert response.json["errors"][0]["code"] == "tenancy.bad-path.encoded-slash"
+
+
+# Bad ids ------------------------------------------------------------------------------------------
+
+BAD_IDS = [
+    " 3",
+    "3 ",
+    "+3",
+    "-3",
+    "3.0",
+    "1.0",
+    "0x3",
+    "3e0",
+    "\uff13",  # FULLWIDTH DIGIT THREE: int() would take it
+    "\u0663",  # ARABIC-INDIC DIGIT THREE
+    "9223372036854775808",
+    "9" * 5000,
+    "3;DROP TABLE services",
+    "3' OR '1'='1",
+    "3 OR 1=1",
+    "3--",
+    "%",
+    "_",
+    "*",
+    "NULL",
+    "8e6e4ab606624ff58994dde92bedada1",
+    "{8e6e4ab6-0662-4ff5-8994-dde92bedada1}",
+    "urn:uuid:8e6e4ab6-0662-4ff5-8994-dde92bedada1",
+    "8e6e4ab6-0662-4ff5-8994-dde92bedada1 ",
+    "8e6e4ab6-0662-4ff5-8994-dde92bedada",
+    "8e6e4ab6-0662-4ff5-8994-dde92bedada1x",
+    "g" * 8 + "-0662-4ff5-8994-dde92bedada1",
+]
+
+
+@pytest.mark.parametrize("headers", [BELOW, AT])
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_bad_ids_are_400_and_never_queried(app, resolver, headers, bad):
+    from urllib.parse import quote
+
+    response = app.get("/v2.1/os-services/" + quote(bad, safe=""), headers=headers, expect_errors=True)
+    assert response.status_int == 400, (bad, response.text)
+    assert response.json["errors"][0]["code"].startswith("tenancy.invalid-id."), response.text
+    assert resolver.recorder.seen == []
+
+
+def test_largest_integer_id_is_looked_up_and_not_found(app):
+    assert app.get("/v2.1/os-services/9223372036854775807", expect_errors=True).status_int == 404
+    assert app.get("/v2.1/os-services/0", expect_errors=True).status_int == 404
+
+
+def test_leading_zeros_name_the_same_integer(app, resolver):
+    app.get("/v2.1/os-services/0004")
+    assert seen(resolver)["tenancy.resource_id"] == 4
+
+
+def test_tables_are_intact_after_the_bad_ids(cells, app):
+    for bad in BAD_IDS:
+        from urllib.parse import quote
+
+        app.get("/v2.1/os-services/" + quote(bad, safe=""), expect_errors=True)
+    for cell, url in cells.items():
+        engine = sa.create_engine(url)
+        try:
+            with engine.connect() as conn:
+                count = conn.execute(sa.text("SELECT COUNT(*) FROM services")).scalar()
+        finally:
+            engine.dispose()
+        assert count == len(ROWS[cell]["services"]), cell
+
+
+# Engines and connections ------------------------------------------------------------------------
+
+
+def test_one_engine_per_cell_and_no_connection_left_checked_out(app, resolver):
+    engines = dict(resolver.lookup.engines)
+    assert set(engines) == set(ROWS)
+    for _ in range(3):
+        app.get("/v2.1/os-services/4")
+        app.get("/v2.1/os-services/1", headers=BELOW, expect_errors=True)
+        app.get("/v2.1/os-services/%s" % row_uuid("c-sqlite", "services", 1), headers=AT)
+    wait_idle(resolver.lookup)
+    assert resolver.lookup.engines == engines
+    assert all(resolver.lookup.engines[name] is engine for name, engine in engines.items())
+
+
+def test_concurrent_requests_from_many_threads(resolver):
+    app = webtest.TestApp(resolver)
+    failures = []
+
+    def client(ident):
+        try:
+            for _ in range(5):
+                response = app.get("/v2.1/os-services/%d" % ident, expect_errors=True)
+                expected = 200 if ident in (3, 4, 5) else 400
+                if response.status_int != expected:
+                    failures.append((ident, response.status_int, response.text))
+        except Exception as exc:  # noqa: BLE001 - collected and shown below
+            failures.append((ident, repr(exc)))
+
+    threads = [threading.Thread(target=client, args=(ident,)) for ident in (1, 2, 3, 4, 5) * 2]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    wait_idle(resolver.lookup)
+
+
+# Cells that do not answer -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def with_down_cell(cells):
+    """The three cells plus a fourth on a closed port."""
+    recorder = Recorder()
+    conf = dict(cells, down=closed_port_url("postgresql"))
+    filt = IdResolver(recorder, options(conf, cell_timeout="2"))
+    filt.recorder = recorder
+    yield filt
+    filt.lookup.close()
+
+
+def test_unreachable_cell_makes_an_unfound_uuid_503_not_404(with_down_cell):
+    response = webtest.TestApp(with_down_cell).get(
+        "/v2.1/os-services/00000000-0000-4000-8000-000000000000", headers=AT, expect_errors=True
+    )
+    assert response.status_int == 503
+    assert response.headers["Retry-After"] == "2"
+    assert response.json["errors"][0]["code"] == "tenancy.cells-unavailable"
+    assert "1 cell database did not answer" in response.json["errors"][0]["detail"]
+
+
+def test_unreachable_cell_does_not_hide_a_found_uuid(with_down_cell):
+    with_down_cell.recorder.seen.clear()
+    uuid = row_uuid("c-pg", "services", 4)
+    webtest.TestApp(with_down_cell).get("/v2.1/os-services/%s" % uuid, headers=AT)
+    assert with_down_cell.recorder.seen[0]["tenancy.cell"] == "c-pg"
+
+
+@pytest.mark.parametrize("ident", ["3", "1", "77"])
+def test_unreachable_cell_makes_any_integer_id_503(with_down_cell, ident):
+    # 3 is in one answering cell, 1 in two, 77 in none: the down cell could change each answer.
+    response = webtest.TestApp(with_down_cell).get("/v2.1/os-services/" + ident, expect_errors=True)
+    assert response.status_int == 503
+    assert "Retry-After" in response.headers
+
+
+@pytest.mark.parametrize("url_of", [lambda port: "mysql+pymysql://root:@127.0.0.1:%d/test" % port,
+                                    lambda port: "postgresql+psycopg2://root@127.0.0.1:%d/test" % port])
+def test_a_hung_cell_costs_its_timeout_and_never_blocks_the_pool(cells, url_of):
+    with silent_server() as port:
+        conf = {"c-sqlite": cells["c-sqlite"], "hung": url_of(port)}
+        filt = IdResolver(Recorder(), options(conf, cell_timeout="0.3", pool_size="2"))
+        app = webtest.TestApp(filt)
+        try:
+            started = time.monotonic()
+            # More requests than the hung cell has connections: each still costs at most its timeout.
+            statuses = [app.get("/v2.1/os-services/3", expect_errors=True).status_int for _ in range(5)]
+            elapsed = time.monotonic() - started
+            assert statuses == [503] * 5
+            # Liveness, not speed: five waits of 0.3 s, nowhere near a hang.
+            assert elapsed < 4, elapsed
+            # The driver gives up too (libpq after its 2 s minimum), so the threads come back.
+            wait_idle(filt.lookup, timeout=10)
+        finally:
+            filt.lookup.close()
+
+
+# The Python helper ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lookup(cells):
+    helper = CellLookup(cells, cell_timeout=3)
+    yield helper
+    helper.close()
+
+
+def test_helper_resolves_to_cell_and_full_row(lookup):
+    found = lookup.resolve("services", row_uuid("c-maria", "services", 5), by_uuid=True)
+    assert found.cell == "c-maria"
+    assert found.row == {"id": 5, "uuid": row_uuid("c-maria", "services", 5), "host": "c-maria-5"}
+    found = lookup.resolve("compute_nodes", 2, by_uuid=False)
+    assert (found.cell, found.row["hypervisor_hostname"]) == ("c-pg", "c-pg-2")
+    assert lookup.resolve("services", "4", by_uuid=False).cell == "c-pg"
+
+
+def test_helper_raises_the_same_outcomes(lookup):
+    with pytest.raises(AmbiguousId) as ambiguous:
+        lookup.resolve("services", 1, by_uuid=False)
+    assert sorted(ambiguous.value.cells) == ["c-pg", "c-sqlite"]
+    with pytest.raises(RecordNotFound):
+        lookup.resolve("services", 99, by_uuid=False)
+    from tenancy_mw.cell_ids import InvalidId
+
+    with pytest.raises(InvalidId):
+        lookup.resolve("services", "1 OR 1=1", by_uuid=False)
+    with pytest.raises(InvalidId):
+        lookup.resolve("services", "1", by_uuid=True)
+    wait_idle(lookup)
+
+
+def test_helper_with_an_unreachable_cell_raises_cells_unavailable(cells):
+    helper = CellLookup(dict(cells, down=closed_port_url("mariadb")), cell_timeout=2)
+    try:
+        with pytest.raises(CellsUnavailable) as unavailable:
+            helper.resolve("services", 3, by_uuid=False)
+        assert unavailable.value.cells == ["down"]
+    finally:
+        helper.close()
+
+
+# Configuration ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("cells", "", "no cells"),
+        ("cells", "cell1", "name=URL"),
+        ("cells", "cell1=sqlite://, cell1=sqlite://", "named twice"),
+        ("cells", "cell 1=sqlite://", "cell name"),
+        ("cells", "c1=not a url", "SQLAlchemy URL"),
+        ("resources", "", "no resources"),
+        ("resources", "/os-services services id uuid", "{id} exactly once"),
+        ("resources", "/os-services/{id} services id", "expected ROUTE"),
+        ("resources", "/os-services/{id} services; id uuid", "not a table or column"),
+        ("resources", "/os-services/{id} services id uuid only=x", "except="),
+        ("uuid_microversion", "2.53", "SERVICE_TYPE X.Y"),
+        ("uuid_microversion", "compute two", "X.Y"),
+        ("max_microversion", "", "X.Y"),
+        ("max_microversion", "2.52", "below uuid_microversion"),
+        ("min_microversion", "2.60", "below uuid_microversion"),
+        ("legacy_version_header", "X Nova", "header name"),
+        ("cell_timeout", "0", "cell_timeout"),
+        ("pool_size", "0", "pool_size"),
+        ("version_pattern", "v(", "version_pattern"),
+    ],
+)
+def test_bad_options_fail_at_load_naming_the_option(option, value, message):
+    conf = options({"c1": "sqlite://"})
+    conf[option] = value
+    with pytest.raises(ConfigError) as error:
+        IdResolver(Recorder(), conf)
+    assert option in str(error.value)
+    assert message in str(error.value)
+
+
+def test_cell_passwords_are_not_shown_in_config_errors():
+    with pytest.raises(ConfigError) as error:
+        IdResolver(Recorder(), dict(options({}), cells="c1=postgresql://u:s3cret@db/n, c1=sqlite://"))
+    assert "named twice" in str(error.value)
+    assert "s3cret" not in str(error.value)
+    with pytest.raises(ConfigError) as error:
+        IdResolver(Recorder(), dict(options({}), cells="c1=postgresql://u:s3cret@db/n, c2=://u:s3cret@x"))
+    assert "s3cret" not in str(error.value)
