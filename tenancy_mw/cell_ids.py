@@ -63,6 +63,7 @@ __all__ = [
     "Resource",
     "SpecError",
     "VersionRefused",
+    "check_names",
     "looks_like_uuid",
     "parse_cells",
     "parse_integer_id",
@@ -262,6 +263,25 @@ def _parse_route(route: str, line: str) -> tuple[tuple[str | None, ...], int]:
     return tuple(segments), pieces.index(_ID_PLACEHOLDER)
 
 
+def check_names(table: str, *columns: str) -> None:
+    """Raise :class:`SpecError` unless *table* (``schema.table`` allowed) and *columns* are plain SQL names.
+
+    Example::
+
+        >>> check_names("nova.services", "id", "uuid")
+        >>> check_names("services; DROP TABLE x", "id")
+        Traceback (most recent call last):
+          ...
+        tenancy_mw.cell_ids.SpecError: 'services; DROP TABLE x' is not a table or column name
+    """
+    parts = table.split(".")
+    if len(parts) > 2:
+        raise SpecError("%r is not a table or column name" % table)
+    for name in [*parts, *columns]:
+        if not _IDENTIFIER.fullmatch(name):
+            raise SpecError("%r is not a table or column name" % (table if name in parts else name))
+
+
 def parse_resources(lines: str | Iterable[str]) -> list[Resource]:
     """The resources of ``ROUTE TABLE ID_COLUMN UUID_COLUMN [except=WORD,...]`` lines.
 
@@ -290,10 +310,10 @@ def parse_resources(lines: str | Iterable[str]) -> list[Resource]:
                 )
             route, table, id_column, uuid_column = fields[:4]
             segments, id_index = _parse_route(route, line)
-            table_parts = table.split(".")
-            for name in [*table_parts, id_column, uuid_column]:
-                if len(table_parts) > 2 or not _IDENTIFIER.fullmatch(name):
-                    raise SpecError("resource %r: %r is not a table or column name" % (line, name))
+            try:
+                check_names(table, id_column, uuid_column)
+            except SpecError as exc:
+                raise SpecError("resource %r: %s" % (line, exc)) from None
             except_words: frozenset[str] = frozenset()
             if len(fields) == 5:
                 key, sep, words = fields[4].partition("=")

@@ -51,7 +51,9 @@ __all__ = ["DATABASE_URL_ENV", "VERB_MODULES", "CommandError", "add_url_argument
 DATABASE_URL_ENV = "TENANCY_MW_DATABASE_URL"
 
 #: Modules that add verb groups to the command (each has ``register(subparsers)``).
-VERB_MODULES: tuple[str, ...] = ()
+VERB_MODULES: tuple[str, ...] = (
+    "tenancy_mw.uuid_backfill",
+)
 
 
 class CommandError(Exception):
