@@ -56,7 +56,8 @@ from urllib.parse import quote
 
 from webob import Request, Response
 
-from demo_compute import API_VERSION, microversions
+from demo_compute import API_VERSION, cells_api, microversions
+from demo_compute.cells import DemoCells, cells_setting
 from demo_compute.storage import InvalidName, ServerStore, absolute_sqlite_url, validate_name
 from tenancy_mw.errors import render_error
 from tenancy_mw.paths import PathRefused, canonical_path, shorten
@@ -126,10 +127,13 @@ class DemoCompute:
     """The demo service, a plain WSGI callable; see the module documentation.
 
     :param store: where the servers are kept.
+    :param cells: the ``os-services``/``os-hypervisors`` API over the cell databases, if any.
     """
 
-    def __init__(self, store: ServerStore) -> None:
+    def __init__(self, store: ServerStore, cells: cells_api.CellsApi | None = None) -> None:
         self.store = store
+        #: os-services and os-hypervisors across the cells, when the demo has cells.
+        self.cells_api = cells
 
     def __call__(self, environ: dict, server_start_response: Callable):
         """Answer one request."""
@@ -197,6 +201,14 @@ class DemoCompute:
                 {"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2.1"}
             ]
             return _json_response({"version": document})
+        cells_resource = cells_api.handles(rest)
+        if cells_resource is not None and self.cells_api is not None:
+            # os-services and os-hypervisors, across the cells (demo_compute.cells_api).
+            try:
+                status, document = self.cells_api.respond(req, cells_resource, req.environ[MICROVERSION_KEY])
+            except cells_api.ApiError as exc:
+                raise _Fail(exc.status, exc.code, exc.detail, exc.headers) from None
+            return _json_response(document, status) if document is not None else Response(status=status)
         tenant_id = self._tenant(req, rest[0])
         resource = rest[1:]
         base = "%s/%s/%s" % (mount, API_VERSION, quote_tenant_id(tenant_id))
@@ -352,11 +364,17 @@ def app_factory(global_conf: dict, **local_conf: str) -> DemoCompute:
     (paste's ``here``).  An unknown key in the section is an error: it is
     usually a typo.
     """
-    unknown = sorted(set(local_conf) - {"database_url"})
+    unknown = sorted(set(local_conf) - {"database_url", "cells"})
     if unknown:
-        raise ValueError("demo_compute: unknown option(s) %s; the only option is database_url" % ", ".join(unknown))
+        raise ValueError("demo_compute: unknown option(s) %s; the options are database_url and cells"
+                         % ", ".join(unknown))
     here = global_conf.get("here") or os.getcwd()
     url = os.environ.get(DATABASE_URL_ENV) or local_conf.get("database_url") or DEFAULT_DATABASE_URL
     url = absolute_sqlite_url(url, here)
     LOG.info("demo_compute: database %s", url.render_as_string(hide_password=True))
-    return DemoCompute(ServerStore(url))
+    cells = None
+    if local_conf.get("cells") or os.environ.get("TENANCY_DEMO_CELLS"):
+        demo_cells = DemoCells(cells_setting(local_conf.get("cells"), here))
+        demo_cells.prepare()
+        cells = cells_api.CellsApi(demo_cells)
+    return DemoCompute(ServerStore(url), cells)

@@ -94,15 +94,20 @@ class DemoClient:
 
 
 @pytest.fixture
-def start_demo(serve_paste):
+def start_demo(serve_paste, tmp_path):
     """Start the demo of examples/api-paste.ini under gunicorn, 2 workers, on a database URL.
 
-    Usage: ``client = start_demo(database_url)``.
+    Usage: ``client = start_demo(database_url)``.  Its cell databases are
+    SQLite files of the test's own, not those of examples/state/.
     """
 
     def _start(database_url: str) -> DemoClient:
+        cells = "cell1=%s, cell2=%s" % (sqlite_url(tmp_path / "cell1.sqlite"), sqlite_url(tmp_path / "cell2.sqlite"))
         server = serve_paste(
-            DEMO_INI, workers=2, env={"TENANCY_DEMO_DATABASE_URL": database_url}, cwd=EXAMPLES_DIR
+            DEMO_INI,
+            workers=2,
+            env={"TENANCY_DEMO_DATABASE_URL": database_url, "TENANCY_DEMO_CELLS": cells},
+            cwd=EXAMPLES_DIR,
         )
         return DemoClient(server)
 

@@ -15,6 +15,7 @@ from oslo_middleware.request_id import RequestId
 from paste.deploy import loadapp
 
 from tenancy_mw.admin_cull import AdminCull
+from tenancy_mw.id_resolver import IdResolver
 from tenancy_mw.tenant_path import TenantPath
 from tests.functional.conftest import DEMO_INI, sqlite_url
 
@@ -32,15 +33,22 @@ def pipeline(store, **tenant_path_conf):
     return webtest.TestApp(RequestId(TenantPath(DemoCompute(store), tenant_path_conf)))
 
 
-def test_the_paste_file_builds_request_id_admin_cull_tenant_path_then_the_demo(tmp_path, monkeypatch):
+def test_the_paste_file_builds_request_id_admin_cull_tenant_path_id_resolver_then_the_demo(tmp_path, monkeypatch):
     db = tmp_path / "from-env.sqlite"
     monkeypatch.setenv(DATABASE_URL_ENV, sqlite_url(db))
+    cells = {"cell1": sqlite_url(tmp_path / "c1.sqlite"), "cell2": sqlite_url(tmp_path / "c2.sqlite")}
+    monkeypatch.setenv("TENANCY_DEMO_CELLS", ", ".join("%s=%s" % item for item in cells.items()))
     app = loadapp("config:" + DEMO_INI)
     assert isinstance(app, RequestId)
     assert isinstance(app.application, AdminCull)
     tenant_path = app.application.application
     assert isinstance(tenant_path, TenantPath)
-    demo = tenant_path.application
+    id_resolver = tenant_path.application
+    assert isinstance(id_resolver, IdResolver)
+    # The filter and the app look at the same cells, those of the environment.
+    assert {name: str(engine.url) for name, engine in id_resolver.lookup.engines.items()} == cells
+    assert {name: str(engine.url) for name, engine in id_resolver.application.cells_api.cells.engines.items()} == cells
+    demo = id_resolver.application
     assert isinstance(demo, DemoCompute)
     # The environment variable won over the file's database_url.
     assert demo.store.engine.url.database == str(db)
@@ -52,6 +60,7 @@ def test_the_paste_file_builds_request_id_admin_cull_tenant_path_then_the_demo(t
     client.post("/v2.1/acme/action/move?dest=other", status=404)
     assert db.is_file()
     demo.store.close()
+    id_resolver.lookup.close()
 
 
 def test_database_url_of_the_section_is_relative_to_the_paste_file(tmp_path, monkeypatch):

@@ -1,0 +1,312 @@
+"""``os-services`` and ``os-hypervisors`` of the demo, across its two cells, as nova serves them.
+
+==========  ============================================  ==================================================
+Method      Path (under ``/v2.1``, or ``/v2.1/{project}``)  Answer
+==========  ============================================  ==================================================
+GET         ``/os-services``                              ``{"services": [...]}``; ``?host=``, ``?binary=``
+PUT         ``/os-services/{id}`` (2.53 and later)         ``{"service": {...}}``; body ``{"status":
+                                                          "disabled", "disabled_reason": "...",
+                                                          "forced_down": false}``
+PUT         ``/os-services/{action}`` (below 2.53)         ``enable``, ``disable``, ``disable-log-reason``,
+                                                          ``force-down``; body ``{"host", "binary", ...}``
+DELETE      ``/os-services/{id}``                         ``204``
+GET         ``/os-hypervisors``                           ``{"hypervisors": [...]}``; from 2.53
+                                                          ``?hypervisor_hostname_pattern=`` (see below)
+GET         ``/os-hypervisors/detail``                    the same, with details
+GET         ``/os-hypervisors/{id}``                      ``{"hypervisor": {...}}``
+GET         ``/os-hypervisors/{id}/uptime``               ``{"hypervisor": {..., "uptime": "..."}}``
+GET         ``/os-hypervisors/{pattern}/search``          below 2.53 only: the hypervisors whose hostname
+                                                          contains *pattern*
+==========  ============================================  ==================================================
+
+Ids are integers below microversion 2.53 and uuids from 2.53 on, in answers
+and in URLs.  The ``id_resolver`` filter finds the record an id in a URL
+names and hands this module ``environ['tenancy.cell']`` and
+``environ['tenancy.resource_id']``; it answers ``400`` for an integer id two
+cells share, ``404`` for an unknown one and ``503`` when a cell did not
+answer.  This module never looks an id up itself, and refuses (``400``) an
+id request that reaches it without the filter's answer.
+
+The hostname search
+    The uuids spec names the 2.53 query parameter ``hypervisor_hostname``;
+    nova shipped ``hypervisor_hostname_pattern``, which python-novaclient,
+    openstackclient and openstacksdk send.  Both are accepted, as a
+    substring of the hypervisor hostname (as nova matches); giving both
+    with different values is ``400``.  No match is ``404``, as in nova.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from microversion_parse import Version
+
+from demo_compute.cells import DemoCells
+from tenancy_mw.id_resolver import CELL_KEY, RESOURCE_ID_KEY
+from tenancy_mw.paths import shorten
+
+__all__ = ["ApiError", "CellsApi", "UUID_VERSION", "handles"]
+
+#: The microversion from which ids are uuids.
+UUID_VERSION = Version(2, 53)
+
+SERVICES = "os-services"
+HYPERVISORS = "os-hypervisors"
+_LEGACY_ACTIONS = ("enable", "disable", "disable-log-reason", "force-down")
+_MAX_BODY_BYTES = 64 * 1024
+_MAX_REASON = 255
+
+
+class ApiError(Exception):
+    """An error answer: status, stable code, a sentence naming the value, extra headers."""
+
+    def __init__(self, status: int, code: str, detail: str, headers: tuple = ()) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.headers = headers
+
+
+def handles(rest: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The part of *rest* (the segments after the version) this module serves, or ``None``.
+
+    ``os-services/...`` directly after the version, or after a project segment.
+    """
+    if rest and rest[0] in (SERVICES, HYPERVISORS):
+        return rest
+    if len(rest) > 1 and rest[1] in (SERVICES, HYPERVISORS):
+        return rest[1:]
+    return None
+
+
+def _not_allowed(method: str, allow: str) -> ApiError:
+    return ApiError(
+        405, "demo.method-not-allowed", "Method %r is not allowed here; allowed: %s." % (shorten(method), allow),
+        headers=(("Allow", allow),),
+    )
+
+
+def _stamp(value: datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%S.000000") if value is not None else None
+
+
+class CellsApi:
+    """The handlers; :meth:`respond` answers one request.
+
+    :param cells: the demo's cell databases.
+    """
+
+    def __init__(self, cells: DemoCells) -> None:
+        self.cells = cells
+
+    def respond(self, req, resource: tuple[str, ...], version: Version) -> tuple[int, dict | None]:
+        """``(status, JSON document or None)`` for *req*; raises :class:`ApiError`."""
+        uuids = version >= UUID_VERSION
+        method = req.method
+        name, rest = resource[0], resource[1:]
+        if name == SERVICES:
+            if not rest:
+                self._only(method, "GET, HEAD")
+                return 200, {"services": self._service_list(req, uuids)}
+            if len(rest) == 1:
+                if rest[0] in _LEGACY_ACTIONS:
+                    if method == "PUT" and not uuids:
+                        return 200, {"service": self._legacy_action(req, rest[0])}
+                    # The filter passes these words on; as an id they are not valid.
+                    raise ApiError(400, "demo.invalid-id", "Invalid %s %r." % ("uuid" if uuids else "id", rest[0]))
+                if method == "PUT":
+                    if not uuids:
+                        raise ApiError(404, "demo.unknown-action", "Unknown action %r." % shorten(rest[0]))
+                    cell, ident = self._resolved(req, rest[0], uuids)
+                    return 200, {"service": self._update(req, cell, ident, uuids)}
+                if method == "DELETE":
+                    cell, ident = self._resolved(req, rest[0], uuids)
+                    if not self.cells.delete_service(cell, ident):
+                        raise self._gone("service", rest[0])
+                    return 204, None
+                raise _not_allowed(method, "DELETE, PUT")
+        else:
+            if not rest:
+                self._only(method, "GET, HEAD")
+                return 200, {"hypervisors": self._hypervisor_list(req, uuids, detail=False)}
+            if rest == ("detail",):
+                self._only(method, "GET, HEAD")
+                return 200, {"hypervisors": self._hypervisor_list(req, uuids, detail=True)}
+            if len(rest) == 2 and rest[1] == "search" and not uuids:
+                self._only(method, "GET, HEAD")
+                return 200, {"hypervisors": self._matching(rest[0], uuids, detail=False)}
+            if len(rest) in (1, 2) and rest[1:] in ((), ("uptime",)):
+                self._only(method, "GET, HEAD")
+                cell, ident = self._resolved(req, rest[0], uuids)
+                node = self.cells.node(cell, ident)
+                if node is None:
+                    raise self._gone("hypervisor", rest[0])
+                view = self._hypervisor_view(cell, node, uuids, detail=len(rest) == 1)
+                if len(rest) == 2:
+                    view["uptime"] = " 08:32:11 up 93 days, 18:25, 12 users,  load average: 0.20, 0.12, 0.14"
+                return 200, {"hypervisor": view}
+        raise ApiError(404, "demo.not-found", "Nothing is at %r." % shorten("/" + "/".join(resource)))
+
+    # Shared ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _only(method: str, allow: str) -> None:
+        if method not in ("GET", "HEAD"):
+            raise _not_allowed(method, allow)
+
+    @staticmethod
+    def _resolved(req, segment: str, uuids: bool) -> tuple[str, int]:
+        cell = req.environ.get(CELL_KEY)
+        if cell is None:
+            raise ApiError(
+                400,
+                "demo.unresolved-id",
+                "Id %r was not resolved to a cell: the id_resolver filter must run before this app (check the "
+                "pipeline in api-paste.ini)." % shorten(segment),
+            )
+        return cell, req.environ[RESOURCE_ID_KEY]
+
+    @staticmethod
+    def _gone(kind: str, segment: str) -> ApiError:
+        # Deleted between the filter's lookup and now.
+        return ApiError(404, "demo.not-found", "No %s has id %r." % (kind, shorten(segment)))
+
+    @staticmethod
+    def _body(req, example: str) -> dict:
+        if req.content_length is not None and req.content_length > _MAX_BODY_BYTES:
+            raise ApiError(413, "demo.body-too-large", "The request body is over %d bytes." % _MAX_BODY_BYTES)
+        raw = req.body_file.read(_MAX_BODY_BYTES + 1)
+        if len(raw) > _MAX_BODY_BYTES:
+            raise ApiError(413, "demo.body-too-large", "The request body is over %d bytes." % _MAX_BODY_BYTES)
+        try:
+            document = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise ApiError(
+                400, "demo.bad-json", "The request body %r is not JSON; send %s." % (shorten(repr(raw)), example)
+            ) from None
+        if not isinstance(document, dict):
+            raise ApiError(400, "demo.bad-body", "The request body must be a JSON object such as %s." % example)
+        return document
+
+    # os-services --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _service_view(service: dict, uuids: bool) -> dict:
+        return {
+            "id": service["uuid"] if uuids else service["id"],
+            "binary": service["binary"],
+            "host": service["host"],
+            "zone": service["zone"],
+            "status": "disabled" if service["disabled"] else "enabled",
+            "state": "down" if service["forced_down"] else "up",
+            "updated_at": _stamp(service["updated_at"]),
+            "disabled_reason": service["disabled_reason"],
+            "forced_down": bool(service["forced_down"]),
+        }
+
+    def _service_list(self, req, uuids: bool) -> list[dict]:
+        host, binary = req.GET.get("host"), req.GET.get("binary")
+        return [self._service_view(service, uuids) for _, service in self.cells.services(host, binary)]
+
+    def _update(self, req, cell: str, ident: int, uuids: bool) -> dict:
+        example = '{"status": "disabled", "disabled_reason": "maintenance"}'
+        body = self._body(req, example)
+        unknown = sorted(set(body) - {"status", "disabled_reason", "forced_down"})
+        if unknown:
+            raise ApiError(400, "demo.bad-body", "Unknown field(s) %s; send %s." % (", ".join(unknown), example))
+        if "status" not in body and "forced_down" not in body:
+            raise ApiError(400, "demo.bad-body", "Give status and/or forced_down; for example %s." % example)
+        changes = {}
+        if "status" in body:
+            if body["status"] not in ("enabled", "disabled"):
+                raise ApiError(400, "demo.bad-status",
+                               "status %r is neither 'enabled' nor 'disabled'." % shorten(repr(body["status"])))
+            changes["disabled"] = body["status"] == "disabled"
+            changes["disabled_reason"] = None
+        if "disabled_reason" in body:
+            reason = body["disabled_reason"]
+            if body.get("status") != "disabled":
+                raise ApiError(400, "demo.bad-body", "disabled_reason goes only with status 'disabled'.")
+            if not isinstance(reason, str) or not reason.strip() or len(reason) > _MAX_REASON:
+                raise ApiError(400, "demo.bad-reason",
+                               "disabled_reason must be 1 to %d characters, not %s." % (_MAX_REASON,
+                                                                                       shorten(repr(reason))))
+            changes["disabled_reason"] = reason
+        if "forced_down" in body:
+            if not isinstance(body["forced_down"], bool):
+                raise ApiError(400, "demo.bad-forced-down", "forced_down must be true or false.")
+            changes["forced_down"] = body["forced_down"]
+        service = self.cells.update_service(cell, ident, changes)
+        if service is None:
+            raise self._gone("service", str(ident))
+        return self._service_view(service, uuids)
+
+    def _legacy_action(self, req, action: str) -> dict:
+        example = '{"host": "compute1", "binary": "nova-compute"}'
+        body = self._body(req, example)
+        host, binary = body.get("host"), body.get("binary")
+        if not isinstance(host, str) or not isinstance(binary, str):
+            raise ApiError(400, "demo.bad-body", "Give the service's host and binary, as in %s." % example)
+        found = self.cells.services(host, binary)
+        if not found:
+            raise ApiError(404, "demo.not-found", "No service %s on host %s." % (shorten(binary), shorten(host)))
+        if len(found) > 1:
+            raise ApiError(400, "demo.ambiguous-host",
+                           "Host %s has service %s in several cells." % (shorten(host), shorten(binary)))
+        cell, service = found[0]
+        if action == "force-down":
+            if not isinstance(body.get("forced_down"), bool):
+                raise ApiError(400, "demo.bad-forced-down", "forced_down must be true or false.")
+            self.cells.update_service(cell, service["id"], {"forced_down": body["forced_down"]})
+            return {"host": host, "binary": binary, "forced_down": body["forced_down"]}
+        changes = {"disabled": action != "enable", "disabled_reason": None}
+        view = {"host": host, "binary": binary, "status": "enabled" if action == "enable" else "disabled"}
+        if action == "disable-log-reason":
+            reason = body.get("disabled_reason")
+            if not isinstance(reason, str) or not reason.strip() or len(reason) > _MAX_REASON:
+                raise ApiError(400, "demo.bad-reason", "disabled_reason must be 1 to %d characters." % _MAX_REASON)
+            changes["disabled_reason"] = view["disabled_reason"] = reason
+        self.cells.update_service(cell, service["id"], changes)
+        return view
+
+    # os-hypervisors -----------------------------------------------------------------------------
+
+    def _hypervisor_view(self, cell: str, node: dict, uuids: bool, detail: bool) -> dict:
+        service = self.cells.compute_service(cell, node["host"])
+        view = {
+            "id": node["uuid"] if uuids else node["id"],
+            "hypervisor_hostname": node["hypervisor_hostname"],
+            "state": "down" if service is None or service["forced_down"] else "up",
+            "status": "disabled" if service is not None and service["disabled"] else "enabled",
+        }
+        if detail:
+            view.update(hypervisor_type=node["hypervisor_type"], host_ip=node["host_ip"])
+            view["service"] = {
+                "id": None if service is None else (service["uuid"] if uuids else service["id"]),
+                "host": node["host"],
+                "disabled_reason": None if service is None else service["disabled_reason"],
+            }
+        return view
+
+    def _hypervisor_list(self, req, uuids: bool, detail: bool) -> list[dict]:
+        pattern = None
+        if uuids:
+            shipped = req.GET.get("hypervisor_hostname_pattern")
+            spec = req.GET.get("hypervisor_hostname")
+            if shipped is not None and spec is not None and shipped != spec:
+                raise ApiError(400, "demo.conflicting-query",
+                               "hypervisor_hostname_pattern %r and hypervisor_hostname %r differ; give one."
+                               % (shorten(shipped), shorten(spec)))
+            pattern = shipped if shipped is not None else spec
+            if pattern is not None and ("limit" in req.GET or "marker" in req.GET):
+                raise ApiError(400, "demo.bad-query", "Paging over a hypervisor hostname search is not supported.")
+        return self._matching(pattern, uuids, detail)
+
+    def _matching(self, pattern: str | None, uuids: bool, detail: bool) -> list[dict]:
+        nodes = self.cells.nodes(pattern)
+        if pattern is not None and not nodes:
+            raise ApiError(404, "demo.not-found", "No hypervisor matching %r could be found." % shorten(pattern))
+        return [self._hypervisor_view(cell, node, uuids, detail) for cell, node in nodes]
+

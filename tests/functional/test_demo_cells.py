@@ -1,0 +1,277 @@
+"""os-services and os-hypervisors of the demo across two cells: examples/api-paste.ini under gunicorn, 2 workers.
+
+The cells are a SQLite file and a PostgreSQL database ($TENANCY_DEMO_CELLS),
+holding the demo's sample rows with integer ids repeated across the cells.
+The tests of one module share one server and run in file order: the ones
+that change rows come last.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from tests.conftest import require
+from tests.functional.conftest import DEMO_INI, EXAMPLES_DIR, DemoClient, sqlite_url
+from tests.support import databases
+from tests.support.cells import closed_port_url
+from tests.support.servers import GunicornServer
+
+V253 = {"OpenStack-API-Version": "compute 2.53"}
+LEGACY_253 = {"X-OpenStack-Nova-API-Version": "2.53"}
+
+
+def start(tmp_path, cells: str) -> GunicornServer:
+    server = GunicornServer(
+        DEMO_INI,
+        workers=2,
+        env={"TENANCY_DEMO_DATABASE_URL": sqlite_url(tmp_path / "demo.sqlite"), "TENANCY_DEMO_CELLS": cells},
+        cwd=EXAMPLES_DIR,
+        log_dir=tmp_path,
+    )
+    server.start()
+    return server
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("cells-demo")
+    pg = databases.server_database("postgresql", require)
+    try:
+        cells = "cell1=%s, cell2=%s" % (sqlite_url(tmp_path / "cell1.sqlite"), next(pg))
+        server = start(tmp_path, cells)
+        try:
+            yield DemoClient(server)
+        finally:
+            server.stop()
+    finally:
+        pg.close()
+
+
+def get_json(demo, target: str, headers: dict | None = None, status: int = 200):
+    response = demo.request("GET", target, headers=headers)
+    assert response.status == status, (target, response.status, response.body)
+    return response.json()
+
+
+def error_of(response, status: int, code: str) -> str:
+    assert response.status == status, (response.status, response.body)
+    (error,) = response.json()["errors"]
+    assert error["code"] == code, error
+    return error["detail"]
+
+
+def is_uuid(value) -> bool:
+    return isinstance(value, str) and str(uuid.UUID(value)) == value
+
+
+def services_at(demo, headers=None) -> list[dict]:
+    return get_json(demo, "/v2.1/os-services", headers)["services"]
+
+
+def by_host(services: list[dict]) -> dict[str, dict]:
+    return {service["host"]: service for service in services}
+
+
+# Lists ------------------------------------------------------------------------------------------
+
+
+def test_services_below_253_have_integer_ids_repeated_across_cells(demo):
+    services = services_at(demo)
+    ids = sorted(service["id"] for service in services)
+    assert ids == [1, 1, 2, 2, 3]
+    assert {s["host"] for s in services} == {"cell1-conductor", "compute1", "compute2", "cell2-conductor",
+                                             "compute3"}
+
+
+@pytest.mark.parametrize("headers", [V253, LEGACY_253, {"OpenStack-API-Version": "compute latest"}])
+def test_services_from_253_have_uuids_the_backfill_gave_exactly_once(demo, headers):
+    # Both workers ran the backfill at start; every answer, from either worker, shows the same uuids.
+    seen = {tuple(sorted((s["host"], s["id"]) for s in services_at(demo, headers))) for _ in range(6)}
+    assert len(seen) == 1
+    (pairs,) = seen
+    assert all(is_uuid(ident) for _, ident in pairs)
+    assert len({ident for _, ident in pairs}) == 5
+
+
+def test_services_under_a_project_segment_too(demo):
+    assert len(get_json(demo, "/v2.1/acme/os-services")["services"]) == 5
+
+
+def test_hypervisors_list_and_detail(demo):
+    below = get_json(demo, "/v2.1/os-hypervisors")["hypervisors"]
+    assert sorted(h["id"] for h in below) == [1, 1, 2]
+    detail = get_json(demo, "/v2.1/os-hypervisors/detail", V253)["hypervisors"]
+    assert all(is_uuid(h["id"]) and is_uuid(h["service"]["id"]) for h in detail)
+    assert {h["hypervisor_hostname"] for h in detail} == {"compute1.cell1.example", "compute2.cell1.example",
+                                                          "compute3.cell2.example"}
+
+
+# Hypervisors by id -------------------------------------------------------------------------------
+
+
+def uuid_of_hypervisor(demo, hostname: str) -> str:
+    listed = get_json(demo, "/v2.1/os-hypervisors", V253)["hypervisors"]
+    return next(h["id"] for h in listed if h["hypervisor_hostname"] == hostname)
+
+
+def test_hypervisor_by_unique_integer_id_below_253(demo):
+    shown = get_json(demo, "/v2.1/os-hypervisors/2")["hypervisor"]
+    assert (shown["id"], shown["hypervisor_hostname"]) == (2, "compute2.cell1.example")
+    uptime = get_json(demo, "/v2.1/acme/os-hypervisors/2/uptime")["hypervisor"]
+    assert uptime["id"] == 2
+    assert "up 93 days" in uptime["uptime"]
+
+
+def test_hypervisor_by_ambiguous_integer_id_is_400_naming_253(demo):
+    for target in ("/v2.1/os-hypervisors/1", "/v2.1/os-hypervisors/1/uptime"):
+        detail = error_of(demo.request("GET", target), 400, "tenancy.ambiguous-id")
+        assert "2.53" in detail
+
+
+def test_hypervisor_by_uuid_from_253_picks_the_right_cell(demo):
+    for hostname in ("compute1.cell1.example", "compute3.cell2.example"):  # both integer id 1
+        ident = uuid_of_hypervisor(demo, hostname)
+        shown = get_json(demo, "/v2.1/os-hypervisors/%s" % ident, V253)["hypervisor"]
+        assert (shown["id"], shown["hypervisor_hostname"]) == (ident, hostname)
+        upper = get_json(demo, "/v2.1/os-hypervisors/%s/uptime" % ident.upper(), LEGACY_253)["hypervisor"]
+        assert upper["id"] == ident
+
+
+def test_hypervisor_id_of_the_wrong_kind_is_400(demo):
+    error_of(demo.request("GET", "/v2.1/os-hypervisors/2", headers=V253), 400, "tenancy.invalid-id.not-a-uuid")
+    ident = uuid_of_hypervisor(demo, "compute2.cell1.example")
+    error_of(demo.request("GET", "/v2.1/os-hypervisors/%s" % ident), 400, "tenancy.uuid-needs-microversion")
+    for bad in ("2%20", "-2", "2.0", "1%27%20OR%20%271%27%3D%271", "99999999999999999999"):
+        error_of(demo.request("GET", "/v2.1/os-hypervisors/%s" % bad), 400, demo_bad_id_code(bad))
+    missing = demo.request("GET", "/v2.1/os-hypervisors/%s" % uuid.uuid4(), headers=V253)
+    error_of(missing, 404, "tenancy.not-found")
+
+
+def demo_bad_id_code(bad: str) -> str:
+    return "tenancy.invalid-id.integer-too-large" if bad.isdigit() else "tenancy.invalid-id.not-an-integer"
+
+
+# The hostname search ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("parameter", ["hypervisor_hostname_pattern", "hypervisor_hostname"])
+def test_hostname_search_from_253_by_nova_and_spec_parameter(demo, parameter):
+    found = get_json(demo, "/v2.1/os-hypervisors?%s=cell1" % parameter, V253)["hypervisors"]
+    assert sorted(h["hypervisor_hostname"] for h in found) == ["compute1.cell1.example", "compute2.cell1.example"]
+    assert all(is_uuid(h["id"]) for h in found)
+    assert get_json(demo, "/v2.1/os-hypervisors/detail?%s=compute3" % parameter, V253)["hypervisors"][0][
+        "hypervisor_type"] == "QEMU"
+    error_of(demo.request("GET", "/v2.1/os-hypervisors?%s=nowhere" % parameter, headers=V253), 404,
+             "demo.not-found")
+
+
+def test_hostname_search_wildcards_are_plain_text(demo):
+    error_of(demo.request("GET", "/v2.1/os-hypervisors?hypervisor_hostname_pattern=%25", headers=V253), 404,
+             "demo.not-found")
+    error_of(demo.request("GET", "/v2.1/os-hypervisors?hypervisor_hostname_pattern=_", headers=V253), 404,
+             "demo.not-found")
+
+
+def test_hostname_search_route_below_253_and_gone_from_it(demo):
+    found = get_json(demo, "/v2.1/os-hypervisors/compute/search")["hypervisors"]
+    assert sorted(h["id"] for h in found) == [1, 1, 2]
+    error_of(demo.request("GET", "/v2.1/os-hypervisors/compute/search", headers=V253), 404, "demo.not-found")
+
+
+# Versions ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "code"),
+    [
+        ({"OpenStack-API-Version": "compute 2.x"}, 400, "tenancy.bad-version"),
+        ({"X-OpenStack-Nova-API-Version": "2"}, 400, "tenancy.bad-version"),
+        ({"OpenStack-API-Version": "compute 2.54"}, 406, "tenancy.version-not-acceptable"),
+        ({"X-OpenStack-Nova-API-Version": "2.0"}, 406, "tenancy.version-not-acceptable"),
+    ],
+)
+def test_bad_versions_on_id_routes(demo, headers, status, code):
+    response = demo.request("GET", "/v2.1/os-hypervisors/2", headers=headers)
+    error_of(response, status, code)
+    assert "OpenStack-API-Version" in response.headers["vary"]
+
+
+# Changes: last, they change the rows -------------------------------------------------------------------
+
+
+def test_update_from_253_by_uuid_changes_only_that_cells_record(demo):
+    before = by_host(services_at(demo, V253))
+    ident = before["compute3"]["id"]  # integer id 2, as compute1's in the other cell
+    body = {"status": "disabled", "disabled_reason": "maintenance"}
+    response = demo.request("PUT", "/v2.1/os-services/%s" % ident, body, V253)
+    assert response.status == 200, response.body
+    service = response.json()["service"]
+    assert (service["id"], service["host"], service["status"], service["disabled_reason"]) == (
+        ident, "compute3", "disabled", "maintenance")
+    after = by_host(services_at(demo, V253))
+    assert after["compute3"]["status"] == "disabled"
+    assert after["compute1"]["status"] == "enabled"
+
+
+def test_update_below_253_is_the_legacy_action_api(demo):
+    response = demo.request("PUT", "/v2.1/os-services/disable-log-reason",
+                            {"host": "compute1", "binary": "nova-compute", "disabled_reason": "disk"})
+    assert response.status == 200, response.body
+    assert response.json()["service"] == {"host": "compute1", "binary": "nova-compute", "status": "disabled",
+                                          "disabled_reason": "disk"}
+    assert by_host(services_at(demo))["compute1"]["status"] == "disabled"
+    # From 2.53 the action words are not ids.
+    error_of(demo.request("PUT", "/v2.1/os-services/enable", {"host": "compute1", "binary": "nova-compute"}, V253),
+             400, "demo.invalid-id")
+    error_of(demo.request("PUT", "/v2.1/os-services/3", {"status": "enabled"}, V253), 400,
+             "tenancy.invalid-id.not-a-uuid")
+
+
+def test_delete_ambiguous_integer_id_is_400_and_deletes_nothing(demo):
+    detail = error_of(demo.request("DELETE", "/v2.1/os-services/1"), 400, "tenancy.ambiguous-id")
+    assert "2.53" in detail
+    assert len(services_at(demo)) == 5
+
+
+def test_delete_by_unique_integer_id_below_253_then_by_uuid_from_253(demo):
+    assert demo.request("DELETE", "/v2.1/os-services/3").status == 204  # compute2, cell1 only
+    error_of(demo.request("DELETE", "/v2.1/os-services/3"), 404, "tenancy.not-found")
+    conductor = by_host(services_at(demo, V253))["cell2-conductor"]["id"]
+    assert demo.request("DELETE", "/v2.1/acme/os-services/%s" % conductor, headers=V253).status == 204
+    error_of(demo.request("DELETE", "/v2.1/os-services/%s" % conductor, headers=V253), 404, "tenancy.not-found")
+    assert sorted(s["host"] for s in services_at(demo)) == ["cell1-conductor", "compute1", "compute3"]
+    # compute2's node went with its service.
+    error_of(demo.request("GET", "/v2.1/os-hypervisors/2"), 404, "tenancy.not-found")
+
+
+# A cell that does not answer ----------------------------------------------------------------------------
+
+
+def test_a_down_cell_makes_ids_503_and_lists_show_the_cells_that_answer(tmp_path):
+    cells = "cell1=%s, cell2=%s" % (sqlite_url(tmp_path / "cell1.sqlite"), closed_port_url("postgresql"))
+    server = start(tmp_path, cells)
+    try:
+        demo = DemoClient(server)
+        for target, headers in (("/v2.1/os-hypervisors/2", {}), ("/v2.1/os-services/%s" % uuid.uuid4(), V253)):
+            response = demo.request("GET", target, headers=headers)
+            detail = error_of(response, 503, "tenancy.cells-unavailable")
+            assert "did not answer" in detail
+            assert response.headers["retry-after"] == "2"
+        listed = get_json(demo, "/v2.1/os-hypervisors")["hypervisors"]
+        assert sorted(h["hypervisor_hostname"] for h in listed) == ["compute1.cell1.example", "compute2.cell1.example"]
+        # A uuid the answering cell has is found.
+        ident = get_json(demo, "/v2.1/os-hypervisors", V253)["hypervisors"][0]["id"]
+        assert get_json(demo, "/v2.1/os-hypervisors/%s" % ident, V253)["hypervisor"]["id"] == ident
+    finally:
+        server.stop()
+
+
+def test_cells_default_to_sqlite_files_in_examples_state():
+    with open(DEMO_INI) as ini:
+        text = ini.read()
+    assert "cell1=sqlite:///%(here)s/state/cell1.sqlite" in text
+    assert "id_resolver demo_compute" in text
+    assert os.path.basename(EXAMPLES_DIR) == "examples"
