@@ -28,6 +28,7 @@ demo: $(BIN)/.installed-demo
 	@echo "tenancy_mw demo: http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/  (Ctrl-C stops it)"
 	@echo "  curl -s -X POST -H 'Content-Type: application/json' -d '{\"server\": {\"name\": \"web1\"}}' http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/acme/servers"
 	@echo "  curl -s http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/acme/servers"
+	@echo "  curl -s -H 'OpenStack-API-Version: compute 2.53' http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/os-services"
 	cd examples && ../$(BIN)/gunicorn --paste api-paste.ini --bind $(DEMO_HOST):$(DEMO_PORT) --workers 2 --no-control-socket
 
 programs:

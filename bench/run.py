@@ -239,6 +239,11 @@ if AdminCull is not None:
         ),
     ]
 
+# id_resolver: its rows and its cells latency table live in bench/id_resolver_bench.py.
+import id_resolver_bench  # noqa: E402 - bench/ is on sys.path when run.py runs
+
+CASES += id_resolver_bench.cases(Case, target, ONE_THIRD)
+
 
 @dataclass
 class Row:
@@ -490,6 +495,11 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(out))
     misses = [r["name"] for r in out if r["result"] == "MISS"]
+    cells_report = id_resolver_bench.cells_latency(quick=args.quick)
+    print()
+    print(id_resolver_bench.cells_table(cells_report))
+    if cells_report["result"] == "MISS":
+        misses.append("id_resolver across cells")
     if misses:
         print("\nMISS: %s" % ", ".join(misses))
 
@@ -506,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
             "statistic": "min",
             "seconds": elapsed,
             "rows": out,
+            "id_resolver_cells": cells_report,
         }
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=2)

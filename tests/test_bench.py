@@ -27,12 +27,13 @@ ROWS = [
 ]
 # The bench picks these up by itself once tenancy_mw.admin_cull imports.
 ADMIN_CULL_ROWS = ["admin_cull GET", "admin_cull POST", "admin_cull DELETE", "admin_cull+tenant_path"]
+ID_RESOLVER_ROWS = ["id_resolver pass-through", "id_resolver except word"]
 
 
 def expected_rows() -> list[str]:
     if importlib.util.find_spec("tenancy_mw.admin_cull") is None:
-        return ROWS
-    return ROWS + ADMIN_CULL_ROWS
+        return ROWS + ID_RESOLVER_ROWS
+    return ROWS + ADMIN_CULL_ROWS + ID_RESOLVER_ROWS
 
 
 def run_bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -74,6 +75,15 @@ def test_quick_run_reports_every_row(tmp_path):
     assert report["repeats"] > 0
     assert report["python"] == "%d.%d.%d" % sys.version_info[:3]
     assert "goal tenant_path:" in proc.stdout
+    # id_resolver: its pass-through rows have the 1/3 goal; its cells table reports the concurrent resolve.
+    for name in ID_RESOLVER_ROWS:
+        assert by_name[name]["goal_ratio"] == 1 / 3, name
+    cells = report["id_resolver_cells"]
+    assert cells["cells"] == 10
+    assert set(cells["median_ms"]) == {"one cell", "10 cells one after another", "10 cells at once (id_resolver)"}
+    assert all(math.isfinite(value) and value > 0 for value in cells["median_ms"].values())
+    assert cells["result"] in ("PASS", "MISS")
+    assert "id_resolver across cells" in proc.stdout
 
 
 def test_header_names_the_machine(tmp_path):

@@ -7,7 +7,9 @@ never sees another's.
 
 - :mod:`demo_compute.app`: the WSGI app and its ``paste.app_factory``;
 - :mod:`demo_compute.storage`: the ``servers`` table (SQLAlchemy Core),
-  on SQLite, PostgreSQL or MariaDB/MySQL.
+  on SQLite, PostgreSQL or MariaDB/MySQL;
+- :mod:`demo_compute.cells`, :mod:`demo_compute.cells_api`: ``os-services``
+  and ``os-hypervisors`` over two cell databases, behind ``id_resolver``.
 
 Run it with ``make demo`` from the repository root; ``examples/README.rst``
 tells more.

@@ -12,6 +12,10 @@ GET         ``/v2.1/{project_id}/servers/{id}``   ``{"server": {...}}``
 DELETE      ``/v2.1/{project_id}/servers/{id}``   ``204``
 ==========  ====================================  ====================================
 
+``os-services`` and ``os-hypervisors`` (under ``/v2.1`` or
+``/v2.1/{project_id}``), across the demo's cell databases, are served by
+:mod:`demo_compute.cells_api`, behind tenancy_mw's ``id_resolver``.
+
 Requests under ``/v2.1`` are served at the microversion the client asks
 for (:mod:`demo_compute.microversions`: ``2.1`` to ``2.53``, nova's headers,
 ``400`` malformed, ``406`` out of range); every answer there carries it in

@@ -1,23 +1,23 @@
 """``os-services`` and ``os-hypervisors`` of the demo, across its two cells, as nova serves them.
 
-==========  ============================================  ==================================================
-Method      Path (under ``/v2.1``, or ``/v2.1/{project}``)  Answer
-==========  ============================================  ==================================================
-GET         ``/os-services``                              ``{"services": [...]}``; ``?host=``, ``?binary=``
-PUT         ``/os-services/{id}`` (2.53 and later)         ``{"service": {...}}``; body ``{"status":
-                                                          "disabled", "disabled_reason": "...",
-                                                          "forced_down": false}``
-PUT         ``/os-services/{action}`` (below 2.53)         ``enable``, ``disable``, ``disable-log-reason``,
-                                                          ``force-down``; body ``{"host", "binary", ...}``
-DELETE      ``/os-services/{id}``                         ``204``
-GET         ``/os-hypervisors``                           ``{"hypervisors": [...]}``; from 2.53
-                                                          ``?hypervisor_hostname_pattern=`` (see below)
-GET         ``/os-hypervisors/detail``                    the same, with details
-GET         ``/os-hypervisors/{id}``                      ``{"hypervisor": {...}}``
-GET         ``/os-hypervisors/{id}/uptime``               ``{"hypervisor": {..., "uptime": "..."}}``
-GET         ``/os-hypervisors/{pattern}/search``          below 2.53 only: the hypervisors whose hostname
-                                                          contains *pattern*
-==========  ============================================  ==================================================
+==========  ==============================================  ==================================================
+Method      Path (after ``/v2.1`` or ``/v2.1/{project}``)   Answer
+==========  ==============================================  ==================================================
+GET         ``/os-services``                                ``{"services": [...]}``; ``?host=``, ``?binary=``
+PUT         ``/os-services/{id}`` (2.53 and later)          ``{"service": {...}}``; body ``{"status":
+                                                            "disabled", "disabled_reason": "...",
+                                                            "forced_down": false}``
+PUT         ``/os-services/{action}`` (below 2.53)          ``enable``, ``disable``, ``disable-log-reason``,
+                                                            ``force-down``; body ``{"host", "binary", ...}``
+DELETE      ``/os-services/{id}``                           ``204``
+GET         ``/os-hypervisors``                             ``{"hypervisors": [...]}``; from 2.53
+                                                            ``?hypervisor_hostname_pattern=`` (see below)
+GET         ``/os-hypervisors/detail``                      the same, with details
+GET         ``/os-hypervisors/{id}``                        ``{"hypervisor": {...}}``
+GET         ``/os-hypervisors/{id}/uptime``                 ``{"hypervisor": {..., "uptime": "..."}}``
+GET         ``/os-hypervisors/{pattern}/search``            below 2.53 only: the hypervisors whose hostname
+                                                            contains *pattern*
+==========  ==============================================  ==================================================
 
 Ids are integers below microversion 2.53 and uuids from 2.53 on, in answers
 and in URLs.  The ``id_resolver`` filter finds the record an id in a URL
