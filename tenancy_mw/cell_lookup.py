@@ -22,8 +22,10 @@ Timeouts
     the same limit, so a cell's threads do not hang either: PostgreSQL
     (psycopg2) gets ``connect_timeout`` (libpq counts whole seconds, at
     least 2), a ``statement_timeout`` and ``tcp_user_timeout``;
-    MySQL/MariaDB (PyMySQL, mysqlclient) ``connect_timeout`` and socket
-    read/write timeouts; SQLite a busy timeout.  Each cell has threads and
+    MySQL/MariaDB (PyMySQL, mysqlclient) ``connect_timeout``, socket
+    read/write timeouts and a server-side statement limit
+    (``max_statement_time``, MySQL's ``max_execution_time``); SQLite a busy
+    timeout.  Each cell has threads and
     connections of its own (``pool_size`` of each, no overflow), so a slow
     cell never delays the others' lookups; a lookup that waited in its
     cell's queue past its asker's deadline is dropped without touching the
@@ -150,10 +152,13 @@ def driver_timeouts(url: str | sa.URL, timeout: float) -> dict[str, Any]:
     backend, driver = url.get_backend_name(), url.get_driver_name()
     milliseconds = max(1, int(timeout * 1000))
     if backend == "postgresql" and driver in ("psycopg2", "psycopg"):
+        # Keep any server options the URL sets (?options=...) next to the statement timeout.
+        given = url.query.get("options")
+        given = " ".join(given) if isinstance(given, tuple) else given
         return {
             # libpq counts whole seconds and takes 1 as 2.
             "connect_timeout": max(2, math.ceil(timeout)),
-            "options": "-c statement_timeout=%d" % milliseconds,
+            "options": " ".join(filter(None, [given, "-c statement_timeout=%d" % milliseconds])),
             "tcp_user_timeout": milliseconds,
             "keepalives": 1,
             "keepalives_idle": max(1, math.ceil(timeout)),
@@ -201,6 +206,23 @@ class _Cell:
             # a dropped connection is retried once instead (_ask).
             args["pool_pre_ping"] = False
         self.engine = sql.create_engine(url, **args)
+        if parsed.get_backend_name() in ("mysql", "mariadb"):
+            seconds = timeout
+
+            def _statement_time(dbapi_connection, _record):
+                # The server stops a slow lookup too, not only our socket: a struggling
+                # cell is not left running queries nobody waits for.
+                cursor = dbapi_connection.cursor()
+                try:
+                    cursor.execute("SELECT VERSION()")
+                    if "mariadb" in str(cursor.fetchone()[0]).lower():
+                        cursor.execute("SET SESSION max_statement_time = %.3f" % seconds)
+                    else:
+                        cursor.execute("SET SESSION max_execution_time = %d" % max(1, int(seconds * 1000)))
+                finally:
+                    cursor.close()
+
+            sa.event.listen(self.engine, "connect", _statement_time)
         if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
             milliseconds = max(1, int(timeout * 1000))
 

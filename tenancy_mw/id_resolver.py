@@ -24,7 +24,9 @@ What the service gets, on a request that passes
     ``environ['tenancy.cell']`` (the cell's name), ``environ['tenancy.resource_id']``
     (the integer id, an ``int``) and ``environ['tenancy.resource_uuid']`` (the
     row's uuid, a ``str``; ``None`` below the switch for a row not yet
-    backfilled).  The path itself is not changed.
+    backfilled), and ``environ['tenancy.resource_table']`` (the table, as
+    written in ``resources``: check it before acting, should your router
+    read the path differently).  The path itself is not changed.
 
 Which requests it looks at
     Those whose canonical path (:mod:`tenancy_mw.paths`), after the version
@@ -98,7 +100,7 @@ from tenancy_mw.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN, find_version
 from tenancy_mw.tenant_path import header_environ_key
 
-__all__ = ["CELL_KEY", "RESOURCE_ID_KEY", "RESOURCE_UUID_KEY", "IdResolver"]
+__all__ = ["CELL_KEY", "RESOURCE_ID_KEY", "RESOURCE_TABLE_KEY", "RESOURCE_UUID_KEY", "IdResolver"]
 
 LOG = logging.getLogger(__name__)
 
@@ -108,6 +110,9 @@ CELL_KEY = "tenancy.cell"
 RESOURCE_ID_KEY = "tenancy.resource_id"
 #: The record's uuid (a ``str``, or ``None`` for a row without one yet).
 RESOURCE_UUID_KEY = "tenancy.resource_uuid"
+#: The table the record is in (as written in ``resources``), so the service can check the
+#: id was resolved for the resource it is about to act on.
+RESOURCE_TABLE_KEY = "tenancy.resource_table"
 
 _STANDARD_HEADER = "OpenStack-API-Version"
 
@@ -332,6 +337,7 @@ class IdResolver(TenancyMiddleware):
                 extra=(("Retry-After", self.retry_after),),
             )
         environ[CELL_KEY] = cell
+        environ[RESOURCE_TABLE_KEY] = resource.table
         environ[RESOURCE_ID_KEY] = row[resource.id_column]
         uuid = row[resource.uuid_column]
         # str(): a native uuid column may come back as uuid.UUID.

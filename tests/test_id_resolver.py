@@ -105,6 +105,14 @@ def test_unique_integer_id_below_the_switch_passes_with_its_cell(app, resolver, 
     }
 
 
+def test_the_table_is_handed_on_with_the_cell(app, resolver):
+    app.get("/v2.1/os-hypervisors/3/uptime")
+    assert resolver.recorder.seen[0]["tenancy.resource_table"] == "compute_nodes"
+    resolver.recorder.seen.clear()
+    app.get("/v2.1/acme/os-services/3")
+    assert resolver.recorder.seen[0]["tenancy.resource_table"] == "services"
+
+
 def test_integer_id_of_a_row_without_uuid_passes_with_none(app, resolver):
     assert ("c-maria", "services", 6) in NO_UUID
     app.get("/v2.1/os-services/6", headers=BELOW)
@@ -546,3 +554,54 @@ def test_helpers_import_no_wsgi_machinery():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_forked_worker_gets_its_own_threads_and_connections(cells):
+    # gunicorn --preload: the filter is built (and may have run) in the master, then forked.
+    import os
+
+    lookup = CellLookup({"c-sqlite": cells["c-sqlite"], "c-pg": cells["c-pg"]}, cell_timeout=3)
+    try:
+        assert lookup.resolve("services", 4, by_uuid=False).cell == "c-pg"
+        pid = os.fork()
+        if pid == 0:  # the child: a lookup must work on fresh threads and connections
+            code = 1
+            try:
+                code = 0 if lookup.resolve("services", 3, by_uuid=False).cell == "c-sqlite" else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert lookup.resolve("services", 4, by_uuid=False).cell == "c-pg"
+    finally:
+        lookup.close()
+
+
+@pytest.mark.parametrize(
+    ("backend", "slow_view"),
+    [
+        ("postgresql", "CREATE VIEW services AS SELECT id, uuid FROM real_services WHERE pg_sleep(5) IS NOT NULL"),
+        ("mariadb", "CREATE VIEW services AS SELECT id, uuid FROM real_services WHERE SLEEP(5) = 0"),
+    ],
+)
+def test_a_slow_query_is_cut_off_by_the_cell_timeout_not_only_abandoned(make_database, backend, slow_view):
+    url = make_database(backend)
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE real_services (id INTEGER PRIMARY KEY, uuid VARCHAR(36))")
+            conn.exec_driver_sql("INSERT INTO real_services VALUES (3, NULL)")
+            conn.exec_driver_sql(slow_view)
+    finally:
+        engine.dispose()
+    lookup = CellLookup({"slow": url}, cell_timeout=0.5)
+    try:
+        started = time.monotonic()
+        with pytest.raises(CellsUnavailable):
+            lookup.resolve("services", 3, by_uuid=False)
+        # The query itself was stopped (statement_timeout, socket read timeout): the cell's
+        # thread and connection come back long before the 5 s sleep would end.
+        wait_idle(lookup, timeout=3)
+        assert time.monotonic() - started < 4
+    finally:
+        lookup.close()

@@ -116,15 +116,8 @@ def _json_response(document: dict, status: int = 200, headers: dict | None = Non
     return response
 
 
-class _Fail(Exception):
-    """An error answer, raised from deep in a handler and rendered by :meth:`DemoCompute.__call__`."""
-
-    def __init__(self, status: int, code: str, detail: str, headers: tuple = ()) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.code = code
-        self.detail = detail
-        self.headers = headers
+#: An error answer, raised from deep in a handler and rendered by :meth:`DemoCompute.__call__`.
+_Fail = cells_api.ApiError
 
 
 class DemoCompute:
@@ -208,10 +201,7 @@ class DemoCompute:
         cells_resource = cells_api.handles(rest)
         if cells_resource is not None and self.cells_api is not None:
             # os-services and os-hypervisors, across the cells (demo_compute.cells_api).
-            try:
-                status, document = self.cells_api.respond(req, cells_resource, req.environ[MICROVERSION_KEY])
-            except cells_api.ApiError as exc:
-                raise _Fail(exc.status, exc.code, exc.detail, exc.headers) from None
+            status, document = self.cells_api.respond(req, cells_resource, req.environ[MICROVERSION_KEY])
             return _json_response(document, status) if document is not None else Response(status=status)
         tenant_id = self._tenant(req, rest[0])
         resource = rest[1:]

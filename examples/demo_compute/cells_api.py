@@ -43,7 +43,7 @@ from datetime import datetime
 from microversion_parse import Version
 
 from demo_compute.cells import DemoCells
-from tenancy_mw.id_resolver import CELL_KEY, RESOURCE_ID_KEY
+from tenancy_mw.id_resolver import CELL_KEY, RESOURCE_ID_KEY, RESOURCE_TABLE_KEY
 from tenancy_mw.paths import shorten
 
 __all__ = ["ApiError", "CellsApi", "UUID_VERSION", "handles"]
@@ -59,7 +59,10 @@ _MAX_REASON = 255
 
 
 class ApiError(Exception):
-    """An error answer: status, stable code, a sentence naming the value, extra headers."""
+    """An error answer of the demo: status, stable code, a sentence naming the value, extra headers.
+
+    Raised from deep in a handler; :class:`demo_compute.app.DemoCompute` renders it.
+    """
 
     def __init__(self, status: int, code: str, detail: str, headers: tuple = ()) -> None:
         super().__init__(detail)
@@ -119,10 +122,10 @@ class CellsApi:
                 if method == "PUT":
                     if not uuids:
                         raise ApiError(404, "demo.unknown-action", "Unknown action %r." % shorten(rest[0]))
-                    cell, ident = self._resolved(req, rest[0], uuids)
+                    cell, ident = self._resolved(req, rest[0], "services")
                     return 200, {"service": self._update(req, cell, ident, uuids)}
                 if method == "DELETE":
-                    cell, ident = self._resolved(req, rest[0], uuids)
+                    cell, ident = self._resolved(req, rest[0], "services")
                     if not self.cells.delete_service(cell, ident):
                         raise self._gone("service", rest[0])
                     return 204, None
@@ -139,7 +142,7 @@ class CellsApi:
                 return 200, {"hypervisors": self._matching(rest[0], uuids, detail=False)}
             if len(rest) in (1, 2) and rest[1:] in ((), ("uptime",)):
                 self._only(method, "GET, HEAD")
-                cell, ident = self._resolved(req, rest[0], uuids)
+                cell, ident = self._resolved(req, rest[0], "compute_nodes")
                 node = self.cells.node(cell, ident)
                 if node is None:
                     raise self._gone("hypervisor", rest[0])
@@ -157,14 +160,14 @@ class CellsApi:
             raise _not_allowed(method, allow)
 
     @staticmethod
-    def _resolved(req, segment: str, uuids: bool) -> tuple[str, int]:
+    def _resolved(req, segment: str, table: str) -> tuple[str, int]:
         cell = req.environ.get(CELL_KEY)
-        if cell is None:
+        if cell is None or req.environ.get(RESOURCE_TABLE_KEY) != table:
             raise ApiError(
                 400,
                 "demo.unresolved-id",
-                "Id %r was not resolved to a cell: the id_resolver filter must run before this app (check the "
-                "pipeline in api-paste.ini)." % shorten(segment),
+                "Id %r was not resolved to a %s record: the id_resolver filter must run before this app, with "
+                "this route in its resources (check api-paste.ini)." % (shorten(segment), table),
             )
         return cell, req.environ[RESOURCE_ID_KEY]
 

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 
 import microversion_parse
 
+from tenancy_mw.cell_ids import VersionRefused, requested_version
+
 __all__ = [
     "LEGACY_HEADER",
     "MAX_VERSION",
@@ -51,27 +53,19 @@ class VersionError(ValueError):
 
 
 def negotiate(environ: Mapping[str, object]) -> microversion_parse.Version:
-    """The version a request is served at; :class:`VersionError` when it cannot be."""
-    headers = microversion_parse.headers_from_wsgi_environ(environ)
-    requested = microversion_parse.get_version(headers, SERVICE_TYPE, legacy_headers=[LEGACY_HEADER])
-    if requested is None:
-        return MIN_VERSION
-    if requested.strip().lower() == "latest":
-        return MAX_VERSION
+    """The version a request is served at; :class:`VersionError` when it cannot be.
+
+    The reading and the range check are tenancy_mw's
+    (:func:`tenancy_mw.cell_ids.requested_version`), so this app and its
+    ``id_resolver`` filter always agree on a request's version.
+    """
     try:
-        version = microversion_parse.parse_version_string(requested)
-    except (TypeError, ValueError):
-        raise VersionError(
-            400,
-            "Version %r is not of the form X.Y (for example %s) or 'latest'." % (requested[:40], MAX_VERSION),
-        ) from None
-    if not MIN_VERSION <= version <= MAX_VERSION:
-        raise VersionError(
-            406,
-            "Version %s is not supported by the API. Minimum is %s and maximum is %s."
-            % (version, MIN_VERSION, MAX_VERSION),
+        version = requested_version(
+            environ, SERVICE_TYPE, maximum=MAX_VERSION, minimum=MIN_VERSION, legacy_headers=[LEGACY_HEADER]
         )
-    return version
+    except VersionRefused as exc:
+        raise VersionError(exc.status, exc.detail) from None
+    return MIN_VERSION if version is None else version
 
 
 def response_headers(version: microversion_parse.Version | None) -> list[tuple[str, str]]:
