@@ -20,12 +20,15 @@ Cells
 
 Resources
     :func:`parse_resources` reads one resource per line, ``ROUTE TABLE
-    ID_COLUMN UUID_COLUMN [except=WORD,...]``.  ``ROUTE`` is a path such as
-    ``/os-hypervisors/{id}/uptime``: literal segments and exactly one
-    ``{id}``.  ``except=`` lists words that hold the ``{id}`` place in the
-    service's own routes (``detail``, ``statistics``, the legacy
-    ``os-services`` actions ``enable``, ``disable``, ...): requests with
-    one of them there are passed on untouched.
+    ID_COLUMN UUID_COLUMN [except=WORD,...] [tenant=COLUMN]``.  ``ROUTE``
+    is a path such as ``/os-hypervisors/{id}/uptime``: literal segments and
+    exactly one ``{id}``.  ``except=`` lists words that hold the ``{id}``
+    place in the service's own routes (``detail``, ``statistics``, the
+    legacy ``os-services`` actions ``enable``, ``disable``, ...): requests
+    with one of them there are passed on untouched.  ``tenant=COLUMN``
+    makes a resource tenant-owned: only rows whose COLUMN is the request's
+    tenant (``tenant_path``'s ``environ['tenancy.tenant_id']``) are looked
+    at.
 
 Microversions
     :func:`requested_version` reads the version with microversion-parse
@@ -83,6 +86,7 @@ _INTEGER = re.compile(r"[0-9]+")
 _CELL_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ID_PLACEHOLDER = "{id}"
+_RESOURCE_FORM = "ROUTE TABLE ID_COLUMN UUID_COLUMN [except=WORD,...] [tenant=COLUMN]"
 _VERSION_TEXT = re.compile(r"\s*[0-9]+\s*\.\s*[0-9]+\s*")
 
 
@@ -216,6 +220,8 @@ class Resource:
     :ivar id_column: the integer primary key column.
     :ivar uuid_column: the uuid column.
     :ivar except_words: words the service itself routes on in the id's place.
+    :ivar tenant_column: for a resource owned by a tenant, the column holding
+        its tenant id; lookups then see only the request's tenant's rows.
     """
 
     route: str
@@ -225,6 +231,7 @@ class Resource:
     id_column: str
     uuid_column: str
     except_words: frozenset[str] = frozenset()
+    tenant_column: str | None = None
 
     @property
     def schema(self) -> str | None:
@@ -283,7 +290,7 @@ def check_names(table: str, *columns: str) -> None:
 
 
 def parse_resources(lines: str | Iterable[str]) -> list[Resource]:
-    """The resources of ``ROUTE TABLE ID_COLUMN UUID_COLUMN [except=WORD,...]`` lines.
+    """The resources of ``ROUTE TABLE ID_COLUMN UUID_COLUMN [except=WORD,...] [tenant=COLUMN]`` lines.
 
     Blank lines and lines starting with ``#`` are skipped.  Raises
     :class:`SpecError` naming a bad line.
@@ -304,27 +311,33 @@ def parse_resources(lines: str | Iterable[str]) -> list[Resource]:
             if not line or line.startswith("#"):
                 continue
             fields = line.split()
-            if len(fields) not in (4, 5):
-                raise SpecError(
-                    "resource %r: expected ROUTE TABLE ID_COLUMN UUID_COLUMN [except=WORD,...]" % line
-                )
+            if len(fields) < 4:
+                raise SpecError("resource %r: expected %s" % (line, _RESOURCE_FORM))
             route, table, id_column, uuid_column = fields[:4]
             segments, id_index = _parse_route(route, line)
             try:
                 check_names(table, id_column, uuid_column)
             except SpecError as exc:
                 raise SpecError("resource %r: %s" % (line, exc)) from None
-            except_words: frozenset[str] = frozenset()
-            if len(fields) == 5:
-                key, sep, words = fields[4].partition("=")
-                if key != "except" or not sep or not words:
-                    raise SpecError("resource %r: the fifth field must be except=WORD,..." % line)
-                except_words = frozenset(word for word in words.split(",") if word)
+            extras: dict[str, str] = {}
+            for field in fields[4:]:
+                key, sep, value = field.partition("=")
+                if key not in ("except", "tenant") or not sep or not value or key in extras:
+                    raise SpecError("resource %r: %r is not one of except=WORD,... and tenant=COLUMN; expected %s"
+                                    % (line, field, _RESOURCE_FORM))
+                extras[key] = value
+            except_words = frozenset(word for word in extras.get("except", "").split(",") if word)
+            tenant_column = extras.get("tenant")
+            if tenant_column is not None:
+                try:
+                    check_names(table, tenant_column)
+                except SpecError as exc:
+                    raise SpecError("resource %r: %s" % (line, exc)) from None
             if segments in seen:
                 raise SpecError("resource %r: route %s is given twice" % (line, route))
             seen.add(segments)
             resources.append(
-                Resource(route, segments, id_index, table, id_column, uuid_column, except_words)
+                Resource(route, segments, id_index, table, id_column, uuid_column, except_words, tenant_column)
             )
     if not resources:
         raise SpecError("no resources: give at least one ROUTE TABLE ID_COLUMN UUID_COLUMN line")

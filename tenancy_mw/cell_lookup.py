@@ -239,14 +239,14 @@ class _Cell:
     def _new_executor(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=self.pool_size, thread_name_prefix="tenancy-cell-" + self.name)
 
-    def submit(self, statement, ident, deadline: float):
+    def submit(self, statement, params: dict, deadline: float):
         """Queue one lookup on this cell's own threads; ``None`` when the cell is too far behind."""
         with self._lock:
             if self._waiting >= self.max_waiting:
                 return None
             self._waiting += 1
         try:
-            return self.executor.submit(self._ask, statement, ident, deadline)
+            return self.executor.submit(self._ask, statement, params, deadline)
         except BaseException:
             self._done()
             raise
@@ -260,7 +260,7 @@ class _Cell:
         """Lookups queued or running on this cell now."""
         return self._waiting
 
-    def _ask(self, statement, ident, deadline: float):
+    def _ask(self, statement, params: dict, deadline: float):
         """The row, ``None``, or :data:`_TOO_LATE`; runs on one of the cell's threads."""
         try:
             if time.monotonic() >= deadline:
@@ -269,7 +269,7 @@ class _Cell:
             for attempt in (1, 2):
                 try:
                     with self.engine.connect() as conn:
-                        row = conn.execute(statement, {"ident": ident}).mappings().first()
+                        row = conn.execute(statement, params).mappings().first()
                     return dict(row) if row is not None else None
                 except sa.exc.DBAPIError as exc:
                     if attempt == 1 and exc.connection_invalidated:
@@ -294,11 +294,19 @@ class _Cell:
 class _Statements:
     """The two lookups of one table, built once."""
 
-    def __init__(self, table: str, id_column: str, uuid_column: str, all_columns: bool) -> None:
+    def __init__(
+        self, table: str, id_column: str, uuid_column: str, all_columns: bool, tenant_column: str | None = None
+    ) -> None:
         schema, _, name = table.rpartition(".")
-        tbl = sa.table(name, sa.column(id_column), sa.column(uuid_column), schema=schema or None)
+        columns = [sa.column(id_column), sa.column(uuid_column)]
+        if tenant_column is not None:
+            columns.append(sa.column(tenant_column))
+        tbl = sa.table(name, *columns, schema=schema or None)
         id_col, uuid_col = tbl.c[id_column], tbl.c[uuid_column]
         base = sa.select(sa.text("*")).select_from(tbl) if all_columns else sa.select(id_col, uuid_col)
+        if tenant_column is not None:
+            # A tenant-owned resource: another tenant's rows are not there at all.
+            base = base.where(tbl.c[tenant_column] == sa.bindparam("tenant", type_=sa.String()))
         self.by_id = base.where(id_col == sa.bindparam("ident", type_=sa.BigInteger())).limit(2)
         self.by_uuid = base.where(uuid_col == sa.bindparam("ident", type_=sa.String(36))).limit(2)
 
@@ -347,17 +355,26 @@ class CellLookup:
         for cell in self._cells:
             cell.after_fork()
 
-    def statements(self, table: str, id_column: str = "id", uuid_column: str = "uuid", all_columns: bool = False):
-        """The cached lookup statements of a table (``.by_id``, ``.by_uuid``)."""
-        key = (table, id_column, uuid_column, all_columns)
+    def statements(
+        self,
+        table: str,
+        id_column: str = "id",
+        uuid_column: str = "uuid",
+        all_columns: bool = False,
+        tenant_column: str | None = None,
+    ):
+        """The cached lookup statements of a table (``.by_id``, ``.by_uuid``; parameters ``ident``, ``tenant``)."""
+        key = (table, id_column, uuid_column, all_columns, tenant_column)
         found = self._statements.get(key)
         if found is None:
             with self._statements_lock:
-                found = self._statements.setdefault(key, _Statements(table, id_column, uuid_column, all_columns))
+                found = self._statements.setdefault(
+                    key, _Statements(table, id_column, uuid_column, all_columns, tenant_column)
+                )
         return found
 
-    def find(self, statement, ident, *, stop_at_first: bool = False) -> Found:
-        """Run *statement* with ``:ident`` bound to *ident* in every cell at once.
+    def find(self, statement, params: dict, *, stop_at_first: bool = False) -> Found:
+        """Run *statement* with *params* (``{"ident": ...}``) in every cell at once.
 
         Waits at most ``cell_timeout`` seconds.  With *stop_at_first*, returns
         as soon as one cell has a row.
@@ -366,7 +383,7 @@ class CellLookup:
         pending = {}
         deadline = time.monotonic() + self.cell_timeout
         for cell in self._cells:
-            future = cell.submit(statement, ident, deadline)
+            future = cell.submit(statement, params, deadline)
             if future is None:
                 LOG.warning("cell %s: %d lookups waiting already; counted as not answering", cell.name, cell.busy)
                 found.unanswered.append(cell.name)
@@ -399,21 +416,28 @@ class CellLookup:
 
     def find_id(
         self, table: str, ident: int | str, *, by_uuid: bool, id_column: str = "id", uuid_column: str = "uuid",
-        all_columns: bool = False,
+        all_columns: bool = False, tenant_column: str | None = None, tenant: str | None = None,
     ) -> Found:
-        """:meth:`find` for one table's integer id or (already checked, lower-case) uuid."""
-        statements = self.statements(table, id_column, uuid_column, all_columns)
+        """:meth:`find` for one table's integer id or (already checked, lower-case) uuid.
+
+        With *tenant_column*, only rows whose column holds *tenant* count.
+        """
+        statements = self.statements(table, id_column, uuid_column, all_columns, tenant_column)
+        params = {"ident": ident} if tenant_column is None else {"ident": ident, "tenant": tenant}
         if by_uuid:
-            return self.find(statements.by_uuid, ident, stop_at_first=True)
-        return self.find(statements.by_id, ident)
+            return self.find(statements.by_uuid, params, stop_at_first=True)
+        return self.find(statements.by_id, params)
 
     def resolve(
-        self, table: str, ident: int | str, *, by_uuid: bool, id_column: str = "id", uuid_column: str = "uuid"
+        self, table: str, ident: int | str, *, by_uuid: bool, id_column: str = "id", uuid_column: str = "uuid",
+        tenant_column: str | None = None, tenant: str | None = None,
     ) -> Resolved:
         """The one cell and full row of *ident* in *table*, by the rules of the module doc.
 
         *ident* is a uuid (``by_uuid=True``, any case, hyphenated) or an
-        integer id, as an ``int`` or its decimal text.  Raises
+        integer id, as an ``int`` or its decimal text.  With *tenant_column*,
+        only *tenant*'s rows count (another tenant's record is "not found").
+        Raises
         :class:`~tenancy_mw.cell_ids.InvalidId`, :class:`RecordNotFound`,
         :class:`AmbiguousId` or :class:`CellsUnavailable`.
         """
@@ -421,8 +445,11 @@ class CellLookup:
             key: int | str = parse_uuid(ident)
         else:
             key = ident if isinstance(ident, int) and not isinstance(ident, bool) else parse_integer_id(str(ident))
+        if tenant_column is not None and not isinstance(tenant, str):
+            raise ValueError("a tenant-owned lookup needs the tenant id, not %r" % (tenant,))
         found = self.find_id(
-            table, key, by_uuid=by_uuid, id_column=id_column, uuid_column=uuid_column, all_columns=True
+            table, key, by_uuid=by_uuid, id_column=id_column, uuid_column=uuid_column, all_columns=True,
+            tenant_column=tenant_column, tenant=tenant,
         )
         return outcome(found, table, key, by_uuid)
 

@@ -98,7 +98,7 @@ from tenancy_mw.cell_ids import (
 from tenancy_mw.cell_lookup import AmbiguousId, CellLookup, CellsUnavailable, RecordNotFound, outcome
 from tenancy_mw.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN, find_version
-from tenancy_mw.tenant_path import header_environ_key
+from tenancy_mw.tenant_path import TENANT_ID_KEY, header_environ_key
 
 __all__ = ["CELL_KEY", "RESOURCE_ID_KEY", "RESOURCE_TABLE_KEY", "RESOURCE_UUID_KEY", "IdResolver"]
 
@@ -129,9 +129,11 @@ OPTS = [
         "resources",
         default=[],
         help="The resources whose ids are resolved, one per line: ROUTE TABLE ID_COLUMN UUID_COLUMN "
-        "[except=WORD,...], e.g. '/os-services/{id} services id uuid'. ROUTE is matched after the version "
-        "segment and the tenant segment if any; it may go on after {id}. except= lists words the service "
-        "routes on itself in the id's place (detail, statistics), passed on untouched.",
+        "[except=WORD,...] [tenant=COLUMN], e.g. '/os-services/{id} services id uuid'. ROUTE is matched after "
+        "the version segment and the tenant segment if any; it may go on after {id}. except= lists words the "
+        "service routes on itself in the id's place (detail, statistics), passed on untouched. tenant= names "
+        "the column of a tenant-owned resource's tenant id: only the rows of the tenant_path filter's tenant "
+        "are looked at.",
     ),
     cfg.StrOpt(
         "uuid_microversion",
@@ -304,8 +306,19 @@ class IdResolver(TenancyMiddleware):
                 key = parse_integer_id(ident)
         except InvalidId as exc:
             return self._error(environ, start_response, 400, "tenancy.invalid-id." + exc.rule, exc.detail)
+        tenant = None
+        if resource.tenant_column is not None:
+            tenant = environ.get(TENANT_ID_KEY)
+            if tenant is None:
+                # A tenant-owned resource outside a tenant's URL: nothing of it is visible.
+                return self._error(
+                    environ, start_response, 404, "tenancy.not-found",
+                    "No record has %s %r here: it is found only under its tenant's URL."
+                    % ("uuid" if by_uuid else "id", ident),
+                )
         found = self.lookup.find_id(
-            resource.table, key, by_uuid=by_uuid, id_column=resource.id_column, uuid_column=resource.uuid_column
+            resource.table, key, by_uuid=by_uuid, id_column=resource.id_column, uuid_column=resource.uuid_column,
+            tenant_column=resource.tenant_column, tenant=tenant,
         )
         try:
             cell, row = outcome(found, resource.table, key, by_uuid)

@@ -509,6 +509,8 @@ def test_helper_with_an_unreachable_cell_raises_cells_unavailable(cells):
         ("resources", "/os-services/{id} services id", "expected ROUTE"),
         ("resources", "/os-services/{id} services; id uuid", "not a table or column"),
         ("resources", "/os-services/{id} services id uuid only=x", "except="),
+        ("resources", "/os-services/{id} services id uuid tenant=a-b", "not a table or column"),
+        ("resources", "/os-services/{id} services id uuid tenant=a tenant=b", "tenant=COLUMN"),
         ("uuid_microversion", "2.53", "SERVICE_TYPE X.Y"),
         ("uuid_microversion", "compute two", "X.Y"),
         ("max_microversion", "", "X.Y"),
@@ -605,3 +607,59 @@ def test_a_slow_query_is_cut_off_by_the_cell_timeout_not_only_abandoned(make_dat
         assert time.monotonic() - started < 4
     finally:
         lookup.close()
+
+
+# Tenant-owned resources (tenant=COLUMN) ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def owned(cells):
+    """/servers/{id} over the services table, owned by the tenant in its host column, behind tenant_path."""
+    from tenancy_mw.tenant_path import TenantPath
+
+    recorder = Recorder()
+    filt = IdResolver(recorder, options(cells, resources="/servers/{id} services id uuid tenant=host"))
+    app = webtest.TestApp(TenantPath(filt, {}))
+    app.recorder = recorder
+    yield app
+    filt.lookup.close()
+
+
+def test_tenant_owned_record_is_found_under_its_tenant(owned):
+    owned.recorder.seen.clear()
+    owned.get("/v2.1/c-pg-4/servers/4")
+    owned.get("/v2.1/c-pg-4/servers/%s" % row_uuid("c-pg", "services", 4), headers=AT)
+    assert [(e["tenancy.cell"], e["tenancy.resource_id"]) for e in owned.recorder.seen] == [("c-pg", 4)] * 2
+
+
+def test_another_tenants_record_is_not_found(owned):
+    owned.recorder.seen.clear()
+    assert owned.get("/v2.1/c-sqlite-3/servers/4", expect_errors=True).status_int == 404
+    uuid = row_uuid("c-pg", "services", 4)
+    assert owned.get("/v2.1/c-sqlite-3/servers/%s" % uuid, headers=AT, expect_errors=True).status_int == 404
+    assert owned.recorder.seen == []
+
+
+def test_another_tenants_record_with_the_same_id_makes_no_ambiguity(owned):
+    # Id 1 is in c-sqlite (tenant c-sqlite-1) and c-pg (tenant c-pg-1): each tenant sees only its own,
+    # so neither learns from a 400 that the other's exists.
+    owned.recorder.seen.clear()
+    owned.get("/v2.1/c-pg-1/servers/1")
+    owned.get("/v2.1/c-sqlite-1/servers/1")
+    assert [e["tenancy.cell"] for e in owned.recorder.seen] == ["c-pg", "c-sqlite"]
+
+
+def test_tenant_owned_resource_without_a_tenant_is_not_found(cells):
+    filt = IdResolver(Recorder(), options(cells, resources="/servers/{id} services id uuid tenant=host"))
+    try:
+        response = webtest.TestApp(filt).get("/v2.1/servers/4", expect_errors=True)
+        assert response.status_int == 404
+        assert "tenant" in response.json["errors"][0]["detail"]
+    finally:
+        filt.lookup.close()
+    helper = CellLookup({"c": "sqlite://"})
+    try:
+        with pytest.raises(ValueError, match="tenant"):
+            helper.resolve("services", 1, by_uuid=False, tenant_column="host")
+    finally:
+        helper.close()
