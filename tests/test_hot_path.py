@@ -45,6 +45,7 @@ def test_pure_helpers_import_no_wsgi_machinery():
         "import sys\n"
         "before = set(sys.modules)\n"
         "import tenancy_mw.paths, tenancy_mw.tenant_ids, tenancy_mw.cull_rules, tenancy_mw.errors\n"
+        "import tenancy_mw.cell_ids, tenancy_mw.cell_lookup, tenancy_mw.uuid_backfill\n"
         "wsgi = ('webob', 'oslo_middleware', 'paste', 'oslo_config')\n"
         "loaded = sorted(m for m in set(sys.modules) - before if m.split('.')[0] in wsgi)\n"
         "print(loaded)\n"
