@@ -211,6 +211,14 @@ class AdminCull(TenancyMiddleware):
         except RuleError as exc:
             raise self.config_error("rules", options.rules, str(exc)) from None
         self.rules = parse_rules(sources) + operator_rules
+        # Rules grouped by their first literal: one substring test skips a
+        # whole group (most paths hold no "action" at all).
+        self._unconditional = [rule for rule in self.rules if not rule.literals]
+        groups: dict[str, list] = {}
+        for rule in self.rules:
+            if rule.literals:
+                groups.setdefault(rule.literals[0], []).append(rule)
+        self._literal_groups = list(groups.items())
         self.cull_status = options.cull_status
         self.max_segments = options.max_segments
         self.max_target_length = options.max_target_length
@@ -236,7 +244,9 @@ class AdminCull(TenancyMiddleware):
         route it.
         """
         try:
-            check_target_length(environ, self.max_target_length)
+            raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+            if raw is None or len(raw) > self.max_target_length:
+                check_target_length(environ, self.max_target_length)
             canonical = canonical_path(environ)
             views = [self._view(canonical)]
             if environ.get(REWRITTEN_KEY):
@@ -268,7 +278,12 @@ class AdminCull(TenancyMiddleware):
             if named:
                 return self._refuse_overrides(environ, named)
         judged = _judged_as(method)
-        for rule in self.rules:
+        folded = views[0].folded if len(views) == 1 else "\n".join(view.folded for view in views)
+        rules = self._unconditional
+        for literal, group in self._literal_groups:
+            if literal in folded:
+                rules = rules + group
+        for rule in rules:
             if rule.applies_to(judged):
                 for view in views:
                     if rule.matches_path(view):
@@ -277,7 +292,7 @@ class AdminCull(TenancyMiddleware):
             return None
         # The request may name another method: judge the path against the
         # rules for other methods, then what the overrides name.
-        others = [r for r in self.rules if not r.applies_to(judged) and any(r.matches_path(v) for v in views)]
+        others = [r for r in rules if not r.applies_to(judged) and any(r.matches_path(v) for v in views)]
         if not others:
             return None
         if self.refuse_overrides:

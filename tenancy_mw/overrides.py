@@ -187,14 +187,17 @@ def multipart_method_overrides(data: bytes, boundary: bytes | None = None) -> se
     if KEY not in text or not _candidates(text, "multipart body"):
         return set()
     values = []
-    seen_lines = set()
+    # Everything before this offset was already looked at (a line, or a
+    # whole part): each byte is scanned a bounded number of times.
+    covered = 0
     start = text.find(KEY)
     while start != -1:
+        if start < covered:
+            start = text.find(KEY, covered)
+            continue
         line_start, line_end = _line_bounds(text, start)
         start = text.find(KEY, start + len(KEY))
-        if line_start in seen_lines:
-            continue
-        seen_lines.add(line_start)
+        covered = line_end
         line = text[line_start:line_end]
         if not line.lstrip().startswith(b"content-disposition"):
             continue
@@ -211,6 +214,7 @@ def multipart_method_overrides(data: bytes, boundary: bytes | None = None) -> se
         content_end = text.find(marker, content_start)
         if content_end == -1:
             raise ValueError("the part named _method does not end")
+        covered = content_end
         if content_end - content_start > _MAX_VALUE:
             values.append("<long value>")
         else:

@@ -408,8 +408,6 @@ def raw_request_path(environ: dict) -> str | None:
 
 def _compute(environ: dict, script: str, path_info: str) -> CanonicalPath:
     raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
-    if type(script) is not str or type(path_info) is not str or (raw and type(raw) is not str):
-        raise _not_latin1("SCRIPT_NAME, PATH_INFO or the raw target", repr((script, path_info, raw)))
     prefix_length = script.count("/")
     full = script + path_info
     # PEP 3333: every path string is latin-1 text of the bytes sent.  One
@@ -473,6 +471,9 @@ def canonical_path(environ: dict) -> CanonicalPath:
             result = _compute(environ, script, path_info)
         except PathRefused as exc:
             result = exc
+        except (TypeError, AttributeError):
+            # A value that is not a string at all (bytes, None): not an environ PEP 3333 allows.
+            result = _not_latin1("SCRIPT_NAME, PATH_INFO or the raw target", repr((script, path_info)))
         environ[ENVIRON_KEY] = (script, path_info, result)
     if isinstance(result, PathRefused):
         raise result
