@@ -84,7 +84,14 @@ from collections.abc import Callable
 from oslo_config import cfg
 
 from tenancy_mw.base import TenancyMiddleware
-from tenancy_mw.cull_rules import DEFAULT_RULES, TENANT_READ_RULE, PathView, RuleError, parse_rules
+from tenancy_mw.cull_rules import (
+    DEFAULT_RULES,
+    TENANT_READ_RULE,
+    PathView,
+    RuleError,
+    parse_rules,
+    prepare_folding,
+)
 from tenancy_mw.errors import REQUEST_ID_KEY
 from tenancy_mw.overrides import (
     TooManyCandidates,
@@ -211,6 +218,7 @@ class AdminCull(TenancyMiddleware):
         except RuleError as exc:
             raise self.config_error("rules", options.rules, str(exc)) from None
         self.rules = parse_rules(sources) + operator_rules
+        prepare_folding()
         # Rules grouped by their first literal: one substring test skips a
         # whole group (most paths hold no "action" at all).
         self._unconditional = [rule for rule in self.rules if not rule.literals]
@@ -507,10 +515,12 @@ def _form_overrides(environ: dict, method: str) -> set[str]:
     return found
 
 
+_BOUNDARY = re.compile(r";\s*boundary\s*=\s*(\"[^\"]*\"|[^;]*)", re.IGNORECASE)
+
+
 def _boundary(content_type: str) -> bytes | None:
-    """The ``boundary`` parameter of a multipart content type, or ``None``."""
-    for param in content_type.split(";")[1:]:
-        name, _, value = param.partition("=")
-        if name.strip().lower() == "boundary":
-            return value.strip().strip('"').encode("latin-1", "replace") or None
-    return None
+    """The ``boundary`` parameter of a multipart content type, or ``None`` (one regex search)."""
+    match = _BOUNDARY.search(content_type)
+    if match is None:
+        return None
+    return match.group(1).strip().strip('"').encode("latin-1", "replace") or None

@@ -72,6 +72,7 @@ from typing import NamedTuple
 
 __all__ = [
     "DEFAULT_RULES",
+    "prepare_folding",
     "TENANT_READ_RULE",
     "CullRule",
     "PathView",
@@ -274,8 +275,17 @@ def _fold(text: str) -> str:
 _COMBINING_MARKS: dict = {}
 
 
+def prepare_folding() -> None:
+    """Build the folding tables now (some milliseconds, once per process) rather than on a first request."""
+    _combining_marks()
+
+
 def _combining_marks() -> dict:
-    """A ``str.translate`` table deleting every combining mark: one C-speed pass per path."""
+    """A ``str.translate`` table deleting every combining mark: one C-speed pass per path.
+
+    Built once per process, on first use; ``admin_cull`` builds it when the
+    pipeline loads, so no request pays for it.
+    """
     if not _COMBINING_MARKS:
         # Every code point with a combining class lies below U+20000.
         _COMBINING_MARKS.update((cp, None) for cp in range(0x300, 0x20000) if unicodedata.combining(chr(cp)))

@@ -84,10 +84,17 @@ class TooManyCandidates(ValueError):
 
 
 def override_names(values) -> set[str]:
-    """Method names in override values: comma lists split, upper-cased; an empty one is ``<empty>``."""
+    """Method names in override values: comma lists split, upper-cased; an empty one is ``<empty>``.
+
+    A value naming more than :data:`MAX_CANDIDATES` methods raises
+    :class:`TooManyCandidates`.
+    """
     named = set()
     for value in values:
-        parts = {v.strip().upper() for v in str(value).split(",") if v.strip()}
+        value = str(value)
+        if value.count(",") >= MAX_CANDIDATES:
+            raise TooManyCandidates("A method override names more than %d methods." % MAX_CANDIDATES)
+        parts = {v.strip().upper() for v in value.split(",") if v.strip()}
         named |= parts or {"<empty>"}
     return named
 
@@ -229,14 +236,15 @@ def _is_method_name(raw: bytes) -> bool:
     return name.translate(None, _SPACE_BYTES) == KEY
 
 
-_VERSION_PARAM = re.compile(r";\s*version\s*=\s*(\"[^\"]*\"|[^;,]*)", re.IGNORECASE)
+# The parameter name may be quoted too: nova's header parser unquotes names.
+_VERSION_PARAM = re.compile(r";\s*(?:version|\"version\")\s*=\s*(\"[^\"]*\"|[^;,]*)", re.IGNORECASE)
 
 
 def media_type_versions(accept: str, content_type: str) -> tuple[str, ...]:
     """The version segments (``v`` + value) that ``version=`` media-type parameters name.
 
     Every ``version`` parameter of every media range counts, in ``Accept``
-    and ``Content-Type``, quoted or not; a value is cut at its first ``/``
+    and ``Content-Type``, in any case, its name or value quoted or not; a value is cut at its first ``/``
     (nova's urlmap matches ``/v`` + value as a path prefix).  Raises
     :class:`TooManyCandidates` beyond :data:`MAX_VERSIONS` distinct values.
 
@@ -247,8 +255,13 @@ def media_type_versions(accept: str, content_type: str) -> tuple[str, ...]:
     """
     found = []
     for header in (accept, content_type):
-        if not header or "version" not in header.lower():
+        if not header:
             continue
+        mentions = header.lower().count("version")
+        if not mentions:
+            continue
+        if mentions > MAX_CANDIDATES:
+            raise TooManyCandidates("A media type header mentions version %d times." % mentions)
         for match in _VERSION_PARAM.finditer(header):
             value = match.group(1).strip().strip('"').strip()
             segment = ("v" + value).split("/", 1)[0]

@@ -165,6 +165,14 @@ def remove_header(environ: dict, key: str) -> None:
         del environ[name]
 
 
+def _attribute(app, name: str):
+    """``getattr(app, name, None)``, also when the object's ``__getattr__`` raises something else."""
+    try:
+        return getattr(app, name, None)
+    except Exception:  # noqa: BLE001 - any object may sit in a pipeline
+        return None
+
+
 class TenantPath(TenancyMiddleware):
     """WSGI filter that takes the tenant id from ``/{version}/{tenantId}``.
 
@@ -223,8 +231,8 @@ class TenantPath(TenancyMiddleware):
                     "tenancy_mw tenant_path: option strip_tenant = True is invalid: another tenant_path with"
                     " strip_tenant already runs later in this pipeline; only one may strip the tenant segment"
                 )
-            pending += [getattr(app, "application", None), getattr(app, "app", None)]
-            mapped = getattr(app, "applications", None)
+            pending += [_attribute(app, "application"), _attribute(app, "app")]
+            mapped = _attribute(app, "applications")
             if isinstance(mapped, list):
                 pending += [entry[1] for entry in mapped if isinstance(entry, tuple) and len(entry) == 2]
 

@@ -219,6 +219,15 @@ def test_two_stripping_tenant_paths_fail_at_load():
     TenantPath(AdminCull(inner, {}), {})  # one stripping filter and a plain one are fine
 
 
+def test_two_stripping_tenant_paths_around_a_urlmap_fail_at_load():
+    from paste.urlmap import URLMap
+
+    urlmap = URLMap()
+    urlmap["/v2.1"] = AdminCull(TenantPath(Recorder(), {"strip_tenant": "true"}), {})
+    with pytest.raises(ConfigError, match="another tenant_path"):
+        TenantPath(urlmap, {"strip_tenant": "true"})
+
+
 def test_two_stripping_tenant_paths_in_a_paste_pipeline_fail_at_load(tmp_path):
     ini = tmp_path / "paste.ini"
     ini.write_text(
@@ -304,3 +313,22 @@ def test_too_many_media_type_versions_are_refused():
     status, _, body = call(AdminCull(Recorder(), {}), make_environ("GET", "/acme/servers", (("Accept", accept),)))
     assert status == 400
     assert json.loads(body)["errors"][0]["code"] == "tenancy.too-many-versions"
+
+
+# Long headers (waitress accepts about 256 KB of them): bounded work too.
+
+LONG_HEADERS = {
+    "Accept versions": (("Accept", "application/json" + ";version=2.1" * 20000),),
+    "override list": (("X-HTTP-Method-Override", "GET," * 60000),),
+    "content type params": (("Content-Type", "multipart/form-data" + ";a=b" * 60000 + ";boundary=zz"),),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LONG_HEADERS))
+@pytest.mark.parametrize("conf", [{}, {"method_override": "refuse"}], ids=["cull", "refuse"])
+def test_long_headers_cost_a_bounded_number_of_calls(name, conf):
+    body = b'--zz\r\nContent-Disposition: form-data; name="a"\r\n\r\nx\r\n--zz--\r\n'
+    environ = make_environ("POST", "/v2.1/acme", LONG_HEADERS[name], body)
+    status, calls = python_calls(AdminCull(Recorder(), conf), environ)
+    assert status in (200, 400)
+    assert calls < 400, calls

@@ -220,6 +220,7 @@ _MEDIA_VERSIONS = [
     ("Accept", _JSON + ";version=2.1"),
     ("Accept", _JSON + "; Version=2.1"),
     ("Accept", _JSON + ';version="2.1"'),
+    ("Accept", _JSON + ';"version"=2.1'),
     ("Accept", _JSON + ";q=0.9;version=2.1, text/html;q=0.1"),
     ("Accept", "application/vnd.openstack.compute+json;version=2.1"),
     ("Accept", "*/*;version=2.1"),

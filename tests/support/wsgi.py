@@ -65,7 +65,7 @@ def call(app, environ):
 
 
 def python_calls(app, environ) -> tuple[int, int]:
-    """Call *app*; return (status code, Python function calls made meanwhile).
+    """Call *app*; return (status code, function calls made meanwhile, Python and built-in).
 
     A measure of work that does not depend on the machine: tests bound the
     cost of judging a request with it instead of with a timer.
@@ -76,7 +76,7 @@ def python_calls(app, environ) -> tuple[int, int]:
 
     def profile(frame, event, arg):
         nonlocal calls
-        if event == "call":
+        if event == "call" or event == "c_call":
             calls += 1
 
     sys.setprofile(profile)
