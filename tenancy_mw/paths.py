@@ -87,8 +87,8 @@ ENVIRON_KEY = "tenancy.canonical_path"
 # no control characters.  Most requests match, and skip the per-segment work.
 _PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_~!$&'()*+,;=:@-][A-Za-z0-9._~!$&'()*+,;=:@-]*)*/?")
 _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_~!$&'()*+,;=:@-][A-Za-z0-9._~!$&'()*+,;=:@-]*")
-_ENCODED_SLASH = re.compile(r"%2[Ff]")
 _MALFORMED_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_MALFORMED_OR_SLASH = re.compile(r"%(?:(?![0-9A-Fa-f]{2})|2[Ff])")
 # After one decode, any escape left (%XX, or IIS-style %uHHHH) means the
 # client encoded twice: a router that decodes again would see another path.
 _SECOND_ESCAPE = re.compile(r"%(?:[0-9A-Fa-f]{2}|[Uu][0-9A-Fa-f]{4})")
@@ -370,7 +370,7 @@ def _decode_body(body: str, encoded: bool, decoded: bytes | None) -> tuple[str, 
     """
     if encoded:
         if "%" in body:
-            if _MALFORMED_ESCAPE.search(body) or _ENCODED_SLASH.search(body):
+            if _MALFORMED_OR_SLASH.search(body):
                 return None
             data = decoded if decoded is not None else unquote_to_bytes(body.encode("latin-1", "surrogateescape"))
         else:

@@ -73,6 +73,7 @@ from tenancy_mw.paths import (
 )
 from tenancy_mw.tenant_ids import (
     DEFAULT_VERSION_PATTERN,
+    MAX_TENANT_ID_LENGTH,
     InvalidTenantId,
     tenant_segment_index,
     validate_tenant_id,
@@ -258,7 +259,10 @@ class TenantPath(TenancyMiddleware):
             return self.application(environ, start_response)
         tenant_id = canonical.segments[index]
         try:
-            validate_tenant_id(tenant_id)
+            # A canonical segment already holds no '/', control character,
+            # escape or dot segment: only its length is left to check here.
+            if not 0 < len(tenant_id) <= MAX_TENANT_ID_LENGTH:
+                validate_tenant_id(tenant_id)
         except InvalidTenantId as exc:
             LOG.debug("tenant_path refused tenant id %r: %s", tenant_id, exc.detail)
             return self.error(
@@ -275,7 +279,7 @@ class TenantPath(TenancyMiddleware):
             )
         environ[TENANT_ID_KEY] = tenant_id
         if self.set_header:
-            environ[self.header_key] = tenant_id.encode("utf-8").decode("latin-1")
+            environ[key] = tenant_id if tenant_id.isascii() else tenant_id.encode("utf-8").decode("latin-1")
         if self.strip and index >= canonical.prefix_length:
             if environ.get(STRIPPED_KEY):
                 # A second stripping tenant_path the load-time check could not see
