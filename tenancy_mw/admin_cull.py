@@ -10,10 +10,12 @@ What it culls
     With no options, the spec's admin calls (:data:`~tenancy_mw.cull_rules.DEFAULT_RULES`):
 
     - ``PUT`` and ``DELETE`` on ``/{version}/{tenantId}`` (create, delete a tenant);
-    - every method on any ``.../action/move`` URL (moves of a resource or
-      of a whole tenant, and the move actions ``GET`` acquires);
-    - every call under ``/{version}/{tenantId}/action/`` (the tenant admin
-      API's action namespace).
+    - every method on any ``.../action/move`` or ``.../action/restore`` URL;
+    - every call under ``/{version}/{tenantId}/action/``, and that action
+      namespace wherever a lenient router (pecan's ``RestController``, a
+      server resolving ``..``) could reach it from: ``/{version}/action/``,
+      anything below an ``action`` segment at any depth, and ``GET`` of
+      ``.../action`` at any depth.
 
     ``GET``/``HEAD`` of a tenant stay public unless ``cull_tenant_reads``
     is on.  Operators add their own rules with ``rules``, one per line,
@@ -30,12 +32,17 @@ How it decides
     method is upper-cased and ``HEAD`` counts as ``GET``.  When the path
     matches a rule but the method does not, method overrides (the
     ``X-HTTP-Method-Override``, ``X-HTTP-Method`` and ``X-Method-Override``
-    headers, a ``_method`` query parameter or form field, read as webob
-    reads them) are judged as the methods they name; a form body is read
-    only then, at most :data:`FORM_BODY_LIMIT` bytes.  ``method_override =
-    refuse`` answers ``400`` to overrides instead.  When ``tenant_path``
-    strips the tenant segment, before or after this filter, the stripped
-    path the app routes on is judged too.
+    headers, a ``_method`` query parameter or form field, found in one
+    linear pass by :mod:`tenancy_mw.overrides`) are judged as the methods
+    they name; a form body is read only then, at most
+    :data:`FORM_BODY_LIMIT` bytes, once per request.  ``method_override =
+    refuse`` answers ``400`` to overrides instead and never reads a body.
+    When ``tenant_path`` strips the tenant segment, before or after this
+    filter, the stripped path the app routes on is judged too; when
+    ``Accept`` or ``Content-Type`` name a ``version=`` (which a
+    version-routing urlmap such as nova's routes on), the path is judged as
+    mounted under each such version too.  A request target over
+    ``max_target_length`` bytes is answered ``414``.
 
 The answer
     ``404`` by default, so the admin API cannot be discovered from the
@@ -73,14 +80,36 @@ import io
 import logging
 import re
 from collections.abc import Callable
-from urllib.parse import parse_qsl, unquote
 
 from oslo_config import cfg
 
 from tenancy_mw.base import TenancyMiddleware
-from tenancy_mw.cull_rules import DEFAULT_RULES, TENANT_READ_RULE, PathView, RuleError, parse_rules
+from tenancy_mw.cull_rules import (
+    DEFAULT_RULES,
+    TENANT_READ_RULE,
+    PathView,
+    RuleError,
+    parse_rules,
+    prepare_folding,
+)
 from tenancy_mw.errors import REQUEST_ID_KEY
-from tenancy_mw.paths import REJUDGE_KEY, REWRITTEN_KEY, PathRefused, canonical_path, routed_path, shorten
+from tenancy_mw.overrides import (
+    TooManyCandidates,
+    media_type_versions,
+    multipart_method_overrides,
+    override_names,
+    urlencoded_method_overrides,
+)
+from tenancy_mw.paths import (
+    REJUDGE_KEY,
+    REWRITTEN_KEY,
+    PathRefused,
+    canonical_path,
+    check_target_length,
+    max_target_length_opt,
+    routed_path,
+    shorten,
+)
 from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN
 
 __all__ = ["FORM_BODY_LIMIT", "OVERRIDE_HEADERS", "AdminCull"]
@@ -142,6 +171,7 @@ OPTS = [
         help="Paths with more segments than this are refused (400) before any rule is tried: an API path has "
         "a few dozen at most, and a cap keeps matching cheap whatever the client sends.",
     ),
+    max_target_length_opt(),
     cfg.ListOpt(
         "admin_roles",
         default=[],
@@ -188,8 +218,18 @@ class AdminCull(TenancyMiddleware):
         except RuleError as exc:
             raise self.config_error("rules", options.rules, str(exc)) from None
         self.rules = parse_rules(sources) + operator_rules
+        prepare_folding()
+        # Rules grouped by their first literal: one substring test skips a
+        # whole group (most paths hold no "action" at all).
+        self._unconditional = [rule for rule in self.rules if not rule.literals]
+        groups: dict[str, list] = {}
+        for rule in self.rules:
+            if rule.literals:
+                groups.setdefault(rule.literals[0], []).append(rule)
+        self._literal_groups = list(groups.items())
         self.cull_status = options.cull_status
         self.max_segments = options.max_segments
+        self.max_target_length = options.max_target_length
         self.refuse_overrides = options.method_override == "refuse"
         self.admin_roles = frozenset(r.strip().lower() for r in options.admin_roles if r.strip())
 
@@ -205,30 +245,53 @@ class AdminCull(TenancyMiddleware):
         """``None`` if the request may reach the app, else a callable that answers it.
 
         The callable takes ``start_response`` and returns the WSGI body.
-        Every view of the path is judged: the client's, and after a rewrite
-        by a tenancy filter, the one the app will route on.
+        Every view of the path is judged: the client's; after a rewrite by
+        a tenancy filter, the one the app will route on; and each of those
+        as mounted under a version a media type names (``Accept:
+        application/json;version=2.1``), as a version-routing urlmap could
+        route it.
         """
         try:
+            raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+            if raw is None or len(raw) > self.max_target_length:
+                check_target_length(environ, self.max_target_length)
             canonical = canonical_path(environ)
-            if len(canonical.segments) > self.max_segments:
-                detail = "The path has %d segments; at most %d are accepted here." % (
-                    len(canonical.segments),
-                    self.max_segments,
-                )
-                return self._answer(environ, 400, "tenancy.path-too-deep", detail)
             views = [self._view(canonical)]
             if environ.get(REWRITTEN_KEY):
                 views.append(self._view(routed_path(environ)))
+            accept = environ.get("HTTP_ACCEPT", "")
+            content_type = environ.get("CONTENT_TYPE", "")
+            if "version" in accept.lower() or "version" in content_type.lower():
+                views += [self._mounted_view(view, version) for version in media_type_versions(
+                    accept, content_type) for view in list(views)]
         except PathRefused as exc:
-            LOG.info("admin_cull refused path %r: %s", exc.value, exc.detail)
-            return self._answer(environ, 400, "tenancy.bad-path." + exc.rule, exc.detail)
+            LOG.info("admin_cull refused path %r: %s", shorten(str(exc.value), 300), exc.detail)
+            return self._answer(environ, exc.status, "tenancy.bad-path." + exc.rule, exc.detail)
+        except TooManyCandidates as exc:
+            return self._answer(environ, 400, "tenancy.too-many-versions", str(exc))
+        for view in views:
+            depth = len(view.segments) + (view.folded.count("\\") if "\\" in view.folded else 0)
+            if depth > self.max_segments:
+                detail = "The path has %d segments (backslashes counted); at most %d are accepted here." % (
+                    depth,
+                    self.max_segments,
+                )
+                return self._answer(environ, 400, "tenancy.path-too-deep", detail)
         method = environ.get("REQUEST_METHOD", "GET").upper()
         if self.refuse_overrides:
-            named = _header_overrides(environ) | _query_overrides(environ)
+            try:
+                named = _header_overrides(environ) | _query_overrides(environ)
+            except TooManyCandidates as exc:
+                return self._answer(environ, 400, "tenancy.method-override-refused", str(exc))
             if named:
                 return self._refuse_overrides(environ, named)
         judged = _judged_as(method)
-        for rule in self.rules:
+        folded = views[0].folded if len(views) == 1 else "\n".join(view.folded for view in views)
+        rules = self._unconditional
+        for literal, group in self._literal_groups:
+            if literal in folded:
+                rules = rules + group
+        for rule in rules:
             if rule.applies_to(judged):
                 for view in views:
                     if rule.matches_path(view):
@@ -237,15 +300,28 @@ class AdminCull(TenancyMiddleware):
             return None
         # The request may name another method: judge the path against the
         # rules for other methods, then what the overrides name.
-        others = [r for r in self.rules if not r.applies_to(judged) and any(r.matches_path(v) for v in views)]
+        others = [r for r in rules if not r.applies_to(judged) and any(r.matches_path(v) for v in views)]
         if not others:
+            return None
+        if self.refuse_overrides:
+            # Header and query overrides were refused above.  A body a
+            # framework would read a form from is not read in this mode: on
+            # a path that is admin for another method it is refused unread.
+            if _has_form_body(environ, method):
+                return self._answer(
+                    environ,
+                    400,
+                    "tenancy.method-override-refused",
+                    "A form body is not accepted on this path: it could carry a _method override, and method"
+                    " overrides are not accepted here.",
+                )
             return None
         try:
             overrides = _header_overrides(environ) | _query_overrides(environ) | _form_overrides(environ, method)
+        except TooManyCandidates as exc:
+            return self._answer(environ, 400, "tenancy.unreadable-form", str(exc))
         except _UnreadableBody as exc:
             return self._answer(environ, exc.status, exc.code, exc.detail)
-        if overrides and self.refuse_overrides:
-            return self._refuse_overrides(environ, overrides)
         for override in overrides:
             for rule in others:
                 if rule.applies_to(_judged_as(override)):
@@ -264,6 +340,12 @@ class AdminCull(TenancyMiddleware):
             prefix = sum(1 for s in segments[:prefix] if s)
             segments = canonical.collapsed
         return PathView(segments, self.version_re, prefix)
+
+    def _mounted_view(self, view: PathView, version: str) -> PathView:
+        """*view* as a urlmap in front of the app routes it under *version*: ``SCRIPT_NAME += /version``."""
+        prefix = view.prefix_length
+        segments = view.segments[:prefix] + (version,) + view.segments[prefix:]
+        return PathView(segments, self.version_re, prefix + 1)
 
     def _answer(self, environ: dict, status: int, code: str, detail: str) -> Callable:
         def answer(start_response):
@@ -327,8 +409,17 @@ def _may_override(environ: dict, method: str) -> bool:
     if query and ("%" in query or "method" in query.lower()):
         return True
     if _reads_form(environ, method):
-        return environ.get("CONTENT_LENGTH", "") not in ("", "0") or bool(environ.get("wsgi.input_terminated"))
+        return _has_body(environ)
     return False
+
+
+def _has_body(environ: dict) -> bool:
+    return environ.get("CONTENT_LENGTH", "") not in ("", "0") or bool(environ.get("wsgi.input_terminated"))
+
+
+def _has_form_body(environ: dict, method: str) -> bool:
+    """Whether the request has a body a framework would read a form from."""
+    return _reads_form(environ, method) and _has_body(environ)
 
 
 def _reads_form(environ: dict, method: str) -> bool:
@@ -339,27 +430,18 @@ def _reads_form(environ: dict, method: str) -> bool:
     return method == "POST"
 
 
-def _override_values(values) -> set[str]:
-    named = set()
-    for value in values:
-        parts = {v.strip().upper() for v in str(value).split(",") if v.strip()}
-        named |= parts or {"<empty>"}
-    return named
-
-
 def _header_overrides(environ: dict) -> set[str]:
-    return _override_values(environ[key] for key in OVERRIDE_HEADERS if key in environ)
+    return override_names(environ[key] for key in OVERRIDE_HEADERS if key in environ)
 
 
 def _query_overrides(environ: dict) -> set[str]:
     """``_method`` query parameters, found as webob finds them: ``&`` and ``;``
-    separators, percent-decoded keys, any case.  Decoded as latin-1, so no
-    query, however malformed, makes it fail."""
+    separators, percent-decoded keys, any case; one linear pass
+    (:func:`~tenancy_mw.overrides.urlencoded_method_overrides`)."""
     query = environ.get("QUERY_STRING", "")
     if not query:
         return set()
-    pairs = parse_qsl(query.replace(";", "&"), keep_blank_values=True, encoding="latin-1")
-    return _override_values(v for k, v in pairs if k.strip().lower() == "_method")
+    return urlencoded_method_overrides(query.encode("latin-1", "replace"), "query string")
 
 
 class _UnreadableBody(ValueError):
@@ -370,16 +452,26 @@ class _UnreadableBody(ValueError):
         self.status, self.code, self.detail = status, code, detail
 
 
+#: environ key caching the ``_method`` fields found in the body, with the
+#: ``wsgi.input`` they were found in: a second judge (after a strip, or a
+#: second admin_cull) reuses them instead of reading the body again.
+FORM_OVERRIDES_KEY = "tenancy.form_overrides"
+
+
 def _form_overrides(environ: dict, method: str) -> set[str]:
     """``_method`` fields of a form body, for every request webob would read a form from.
 
     webob parses a form body for a POST with no or a form content type and
     for any other method with a form content type; so does this.  The body
-    is read once, at most :data:`FORM_BODY_LIMIT` bytes, and left for the app
-    as a fresh stream.
+    is read once, at most :data:`FORM_BODY_LIMIT` bytes, scanned in one
+    linear pass (:mod:`tenancy_mw.overrides`), and left for the app as a
+    fresh stream; the finding is cached in the environ.
     """
     if not _reads_form(environ, method):
         return set()
+    cached = environ.get(FORM_OVERRIDES_KEY)
+    if cached is not None and cached[0] is environ.get("wsgi.input"):
+        return set(cached[1])
     content_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
     length = environ.get("CONTENT_LENGTH", "").strip()
     try:
@@ -403,20 +495,32 @@ def _form_overrides(environ: dict, method: str) -> set[str]:
         raise _UnreadableBody(
             413, "tenancy.form-too-large", "The form body is too large to check for a _method field here."
         )
-    environ["wsgi.input"] = io.BytesIO(data)
+    if size is not None and len(data) < size:
+        raise _UnreadableBody(
+            400, "tenancy.unreadable-form", "The body ended after %d of %d bytes." % (len(data), size)
+        )
+    body = io.BytesIO(data)
+    environ["wsgi.input"] = body
     environ["CONTENT_LENGTH"] = str(len(data))
-    import webob
-
-    parse_environ = dict(environ, **{"wsgi.input": io.BytesIO(data), "QUERY_STRING": ""})
     try:
-        fields = webob.Request(parse_environ).POST
-        # Some clients percent-encode multipart field names (RFC 7578 allows it).
-        values = [v for k, v in fields.items() if unquote(str(k)).strip().lower() == "_method"]
-        if content_type != "multipart/form-data":
-            # Older parsers also split url-encoded forms at ';' (webob splits only
-            # at '&'): a field either would find counts.
-            text = data.decode("latin-1").replace(";", "&")
-            values += [v for k, v in parse_qsl(text, keep_blank_values=True) if k.strip().lower() == "_method"]
-    except Exception as exc:  # noqa: BLE001 - any parse failure is refused
+        if content_type == "multipart/form-data":
+            found = multipart_method_overrides(data, _boundary(environ.get("CONTENT_TYPE", "")))
+        else:
+            found = urlencoded_method_overrides(data)
+    except TooManyCandidates as exc:
+        raise _UnreadableBody(400, "tenancy.unreadable-form", str(exc)) from None
+    except ValueError as exc:
         raise _UnreadableBody(400, "tenancy.unreadable-form", "The form body could not be read: %s" % exc) from None
-    return _override_values(values)
+    environ[FORM_OVERRIDES_KEY] = (body, frozenset(found))
+    return found
+
+
+_BOUNDARY = re.compile(r";\s*boundary\s*=\s*(\"[^\"]*\"|[^;]*)", re.IGNORECASE)
+
+
+def _boundary(content_type: str) -> bytes | None:
+    """The ``boundary`` parameter of a multipart content type, or ``None`` (one regex search)."""
+    match = _BOUNDARY.search(content_type)
+    if match is None:
+        return None
+    return match.group(1).strip().strip('"').encode("latin-1", "replace") or None

@@ -31,11 +31,14 @@ Pattern tokens, separated by ``/``
         case).
 
 Where a pattern is tried
-    A pattern whose first token is ``{version}`` is tried at each
-    version-like segment of the mount point (``SCRIPT_NAME``), at the first
-    segment after it, and at the first version-like segment anywhere.  Any
-    other pattern may start at any segment, so ``PUT,DELETE /os-services/*``
-    culls ``/v2.1/{tenant}/os-services/x``, ``/v2.1/os-services/x`` and
+    A pattern whose first token is ``{version}`` is tried at every
+    plausible version: each version-like segment of the mount point
+    (``SCRIPT_NAME``), each segment of the run of version-like segments
+    right after it, and each segment of the run starting at the first
+    version-like segment anywhere (``/v1/v2.1/acme`` under a ``/v1`` mount
+    may route ``v2.1`` as the version).  Any other pattern may start at any
+    segment, so ``PUT,DELETE /os-services/*`` culls
+    ``/v2.1/{tenant}/os-services/x``, ``/v2.1/os-services/x`` and
     ``/os-services/x`` alike, wherever the app is mounted.  A pattern must
     match up to the last segment; end it with ``/**`` to take in everything
     below.
@@ -69,6 +72,7 @@ from typing import NamedTuple
 
 __all__ = [
     "DEFAULT_RULES",
+    "prepare_folding",
     "TENANT_READ_RULE",
     "CullRule",
     "PathView",
@@ -78,12 +82,22 @@ __all__ = [
 ]
 
 #: The tenants spec's admin calls: create and delete a tenant, every move
-#: action (of a resource or a whole tenant), and the tenant's own action
-#: namespace (where a restore call for deleted tenants will live).
+#: action (of a resource or a whole tenant), every restore action, and the
+#: tenant's own action namespace, wherever a lenient router could reach it.
 DEFAULT_RULES = (
     "PUT,DELETE /{version}/{tenant}",
     "* /**/action/move/**",
+    "* /**/action/restore/**",
     "* /{version}/{tenant}/action/**",
+    # Routers that find a child controller without the tenant segment
+    # (pecan's RestController looks up /{version}/action as the tenants
+    # controller's "action" child) or at any depth (a get_one(*args)
+    # controller, uWSGI resolving /x/../../action): the action namespace is
+    # culled wherever it could be reached from, except nova-style public
+    # POST .../{resource}/{id}/action, which has nothing below it.
+    "* /{version}/action/**",
+    "* /{version}/**/action/*/**",
+    "GET /{version}/**/action",
 )
 
 #: Added by ``cull_tenant_reads``: the spec leaves GET/HEAD of a tenant public
@@ -158,8 +172,16 @@ class CullRule:
             start = len(segments) - self.fixed_length
             if start < 0 or not _is_version(segments[start], version_re):
                 return False
-            if start > view.prefix_length and any(_is_version(s, version_re) for s in segments[:start]):
-                return False  # an earlier version-like segment is the version
+            prefix = view.prefix_length
+            if start > prefix:
+                # A version start only if its run of version-like segments
+                # begins right after the mount point, or holds the first
+                # version-like segment of the path (see _version_starts).
+                run = start
+                while run > prefix and _is_version(segments[run - 1], version_re):
+                    run -= 1
+                if run > prefix and any(_is_version(s, version_re) for s in segments[:run]):
+                    return False
             return _match(self.tokens, segments, start, version_re)
         for segments, versions in view.readings:
             if self.anchor == "version":
@@ -246,8 +268,28 @@ def _fold(text: str) -> str:
     # (dotless i, long s) and letters with marks (dotted capital I, as
     # re.IGNORECASE matches it) all compare as the plain ASCII letters.
     decomposed = unicodedata.normalize("NFKD", text)
-    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    bare = decomposed.translate(_combining_marks())
     return unicodedata.normalize("NFKD", bare.upper().lower())
+
+
+_COMBINING_MARKS: dict = {}
+
+
+def prepare_folding() -> None:
+    """Build the folding tables now (some milliseconds, once per process) rather than on a first request."""
+    _combining_marks()
+
+
+def _combining_marks() -> dict:
+    """A ``str.translate`` table deleting every combining mark: one C-speed pass per path.
+
+    Built once per process, on first use; ``admin_cull`` builds it when the
+    pipeline loads, so no request pays for it.
+    """
+    if not _COMBINING_MARKS:
+        # Every code point with a combining class lies below U+20000.
+        _COMBINING_MARKS.update((cp, None) for cp in range(0x300, 0x20000) if unicodedata.combining(chr(cp)))
+    return _COMBINING_MARKS
 
 
 def _bare(segment: str) -> str:
@@ -270,15 +312,29 @@ def _is_version(segment: str, version_re: re.Pattern) -> bool:
 
 
 def _version_starts(segments: tuple[str, ...], prefix_length: int, version_re: re.Pattern) -> tuple[int, ...]:
-    """Where ``{version}`` is tried: version-like segments of the mount point and the one after it,
-    and the first version-like segment anywhere."""
-    starts = []
-    for i, segment in enumerate(segments):
-        if i > prefix_length and starts:
-            break
-        if _is_version(segment, version_re):
-            starts.append(i)
-    return tuple(starts)
+    """Where ``{version}`` is tried: every plausible split of the path into mount point, version and rest.
+
+    - each version-like segment of the mount point (``SCRIPT_NAME``);
+    - each segment of the run of version-like segments right after the
+      mount point (``/v1/v2.1/acme`` under a urlmap mounting ``/v1``: the
+      version may be ``v1`` or ``v2.1``);
+    - each segment of the run that starts at the first version-like segment
+      anywhere (a mount point the filter cannot see, as ``/compute``).
+
+    A version-like segment after a segment that is not one, past the first
+    run, is not a version (``/v1/AUTH_acme/v2/photo.jpg``).
+    """
+    flags = [_is_version(segment, version_re) for segment in segments]
+    starts = {i for i in range(min(prefix_length, len(segments))) if flags[i]}
+    first = flags.index(True) if True in flags else None
+    for begin in (prefix_length, first):
+        if begin is None:
+            continue
+        index = begin
+        while index < len(flags) and flags[index]:
+            starts.add(index)
+            index += 1
+    return tuple(sorted(starts))
 
 
 def _literal_matches(literal: str, segment: str) -> bool:

@@ -65,10 +65,13 @@ from urllib.parse import unquote_to_bytes
 
 __all__ = [
     "CanonicalPath",
+    "DEFAULT_MAX_TARGET_LENGTH",
     "PathRefused",
     "Refused",
     "canonicalize",
     "canonical_path",
+    "check_target_length",
+    "max_target_length_opt",
     "raw_request_path",
     "remember_rewrite",
     "routed_path",
@@ -84,8 +87,8 @@ ENVIRON_KEY = "tenancy.canonical_path"
 # no control characters.  Most requests match, and skip the per-segment work.
 _PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_~!$&'()*+,;=:@-][A-Za-z0-9._~!$&'()*+,;=:@-]*)*/?")
 _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_~!$&'()*+,;=:@-][A-Za-z0-9._~!$&'()*+,;=:@-]*")
-_ENCODED_SLASH = re.compile(r"%2[Ff]")
 _MALFORMED_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_MALFORMED_OR_SLASH = re.compile(r"%(?:(?![0-9A-Fa-f]{2})|2[Ff])")
 # After one decode, any escape left (%XX, or IIS-style %uHHHH) means the
 # client encoded twice: a router that decodes again would see another path.
 _SECOND_ESCAPE = re.compile(r"%(?:[0-9A-Fa-f]{2}|[Uu][0-9A-Fa-f]{4})")
@@ -101,7 +104,11 @@ class Refused(ValueError):
         ``"encoded-slash"``; used in the error code.
     :ivar detail: a sentence for the client, naming the offending value.
     :ivar value: the offending input, as received.
+    :ivar status: the HTTP status a filter answers with (400 unless a
+        subclass says otherwise).
     """
+
+    status = 400
 
     def __init__(self, rule: str, detail: str, value: object) -> None:
         super().__init__(detail)
@@ -112,6 +119,73 @@ class Refused(ValueError):
 
 class PathRefused(Refused):
     """A request path that has no canonical form."""
+
+
+class TargetTooLong(PathRefused):
+    """A request target longer than a filter will judge: answered ``414``."""
+
+    status = 414
+
+
+#: The longest request target (path and query, as sent) a filter judges by
+#: default, in bytes; a longer one is answered ``414``.  gunicorn accepts
+#: request lines up to 4094 bytes by default, nginx 8 KiB, waitress about
+#: 256 KiB: no API call needs more, and the bound keeps judging cheap.
+DEFAULT_MAX_TARGET_LENGTH = 8192
+
+
+def max_target_length_opt():
+    """The ``max_target_length`` option every path-judging filter offers (one definition)."""
+    from oslo_config import cfg
+
+    return cfg.IntOpt(
+        "max_target_length",
+        default=DEFAULT_MAX_TARGET_LENGTH,
+        min=256,
+        help="Longest request target (path and query string, in bytes as sent) this filter judges; a longer "
+        "one is answered 414. Bounds the work any request can cost the filter.",
+    )
+
+
+def target_length(environ: dict) -> int:
+    """The length of the request target in *environ*: the raw one when the server gives it.
+
+    Without a raw target, ``SCRIPT_NAME + PATH_INFO`` and the query stand
+    for it (decoded, so never longer than what was sent).
+    """
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if raw:
+        return len(raw)
+    query = environ.get("QUERY_STRING", "")
+    return len(environ.get("SCRIPT_NAME", "")) + len(environ.get("PATH_INFO", "")) + (len(query) + 1 if query else 0)
+
+
+def check_target_length(environ: dict, limit: int) -> None:
+    """Raise :class:`TargetTooLong` (``414``) when the request target is over *limit* bytes.
+
+    Example::
+
+        >>> check_target_length({"RAW_URI": "/v2.1/" + "a" * 300}, 256)
+        Traceback (most recent call last):
+          ...
+        tenancy_mw.paths.TargetTooLong: The request target is 306 bytes long; at most 256 are accepted here.
+    """
+    length = target_length(environ)
+    if length > limit:
+        raise TargetTooLong(
+            "target-too-long",
+            "The request target is %d bytes long; at most %d are accepted here." % (length, limit),
+            length,
+        )
+
+
+def _not_latin1(what: str, value: str) -> PathRefused:
+    return PathRefused(
+        "not-latin-1",
+        "%s %r holds characters a WSGI server cannot send (PEP 3333 carries bytes as latin-1 text)."
+        % (what, shorten(value)),
+        value,
+    )
 
 
 class CanonicalPath(NamedTuple):
@@ -296,7 +370,7 @@ def _decode_body(body: str, encoded: bool, decoded: bytes | None) -> tuple[str, 
     """
     if encoded:
         if "%" in body:
-            if _MALFORMED_ESCAPE.search(body) or _ENCODED_SLASH.search(body):
+            if _MALFORMED_OR_SLASH.search(body):
                 return None
             data = decoded if decoded is not None else unquote_to_bytes(body.encode("latin-1", "surrogateescape"))
         else:
@@ -333,8 +407,22 @@ def raw_request_path(environ: dict) -> str | None:
 
 
 def _compute(environ: dict, script: str, path_info: str) -> CanonicalPath:
-    prefix_length = script.count("/")
     raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    prefix_length = script.count("/")
+    full = script + path_info
+    # PEP 3333: every path string is latin-1 text of the bytes sent.  One
+    # that is not (a lone surrogate, a character above U+00FF) was not built
+    # by a conforming server: refuse it rather than guess what it means.
+    if not full.isascii():
+        try:
+            full.encode("latin-1")
+        except UnicodeEncodeError:
+            raise _not_latin1("PATH_INFO", full) from None
+    if raw and not raw.isascii():
+        try:
+            raw.encode("latin-1")
+        except UnicodeEncodeError:
+            raise _not_latin1("The raw request target", raw) from None
     if raw:
         if raw == "*":
             return _new_path((), False, 0)
@@ -350,13 +438,13 @@ def _compute(environ: dict, script: str, path_info: str) -> CanonicalPath:
         # Trust the raw target only while it still says what PATH_INFO says:
         # a filter or mount earlier in the pipeline may have rewritten it.
         if "%" not in raw:
-            if raw == script + path_info:
+            if raw == full:
                 return _canonicalize_path(raw, True, prefix_length)
         else:
             decoded = unquote_to_bytes(raw.encode("latin-1", "surrogateescape"))
-            if decoded.decode("latin-1") == script + path_info:
+            if decoded.decode("latin-1") == full:
                 return _canonicalize_path(raw, True, prefix_length, decoded)
-    return _canonicalize_path(script + path_info, False, prefix_length)
+    return _canonicalize_path(full, False, prefix_length)
 
 
 def canonical_path(environ: dict) -> CanonicalPath:
@@ -383,6 +471,9 @@ def canonical_path(environ: dict) -> CanonicalPath:
             result = _compute(environ, script, path_info)
         except PathRefused as exc:
             result = exc
+        except (TypeError, AttributeError):
+            # A value that is not a string at all (bytes, None): not an environ PEP 3333 allows.
+            result = _not_latin1("SCRIPT_NAME, PATH_INFO or the raw target", repr((script, path_info)))
         environ[ENVIRON_KEY] = (script, path_info, result)
     if isinstance(result, PathRefused):
         raise result

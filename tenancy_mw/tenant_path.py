@@ -62,21 +62,32 @@ from collections.abc import Callable
 
 from oslo_config import cfg
 
-from tenancy_mw.base import TenancyMiddleware
-from tenancy_mw.paths import PathRefused, canonical_path, remember_rewrite, shorten
+from tenancy_mw.base import ConfigError, TenancyMiddleware
+from tenancy_mw.paths import (
+    PathRefused,
+    canonical_path,
+    check_target_length,
+    max_target_length_opt,
+    remember_rewrite,
+    shorten,
+)
 from tenancy_mw.tenant_ids import (
     DEFAULT_VERSION_PATTERN,
+    MAX_TENANT_ID_LENGTH,
     InvalidTenantId,
     tenant_segment_index,
     validate_tenant_id,
 )
 
-__all__ = ["TENANT_ID_KEY", "TenantPath", "header_environ_key"]
+__all__ = ["STRIPPED_KEY", "TENANT_ID_KEY", "TenantPath", "header_environ_key", "remove_header"]
 
 LOG = logging.getLogger(__name__)
 
 #: Where the decoded tenant id is left for the wrapped app.
 TENANT_ID_KEY = "tenancy.tenant_id"
+#: Set once a ``tenant_path`` with ``strip_tenant`` stripped the tenant
+#: segment: a second stripping filter in the chain refuses to strip again.
+STRIPPED_KEY = "tenancy.tenant_stripped"
 
 OPTS = [
     cfg.StrOpt(
@@ -114,6 +125,7 @@ OPTS = [
         default=["admin"],
         help="Roles (X-Roles) that may act on any tenant when check_token_project is on.",
     ),
+    max_target_length_opt(),
 ]
 
 _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
@@ -122,6 +134,44 @@ _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
 def header_environ_key(name: str) -> str:
     """The WSGI ``environ`` key of request header *name*: ``X-Tenant-Id`` -> ``HTTP_X_TENANT_ID``."""
     return "HTTP_" + name.upper().replace("-", "_")
+
+
+def remove_header(environ: dict, key: str) -> None:
+    """Remove every ``environ`` spelling of the header whose canonical key is *key*.
+
+    A conforming server writes a header only as ``HTTP_X_TENANT_ID``, but
+    frameworks read other spellings as the same header (Django's
+    ``request.headers`` and webob read ``HTTP_X-TENANT-ID`` and
+    ``HTTP_x_tenant_id`` as ``X-Tenant-Id``), so every key that is *key*
+    once upper-cased with ``-`` read as ``_`` goes.  One pass over the
+    joined key names finds out whether there is any such spelling; the
+    keys are looked at one by one only then.
+
+    Example::
+
+        >>> env = {"HTTP_X-TENANT-ID": "evil", "HTTP_x_tenant_id": "evil", "HTTP_HOST": "h"}
+        >>> remove_header(env, "HTTP_X_TENANT_ID")
+        >>> env
+        {'HTTP_HOST': 'h'}
+    """
+    environ.pop(key, None)
+    try:
+        # Every other spelling upper-cases to the key once "-" reads as "_";
+        # a false hit only costs the exact look below.
+        if key not in "\n".join(environ).upper().replace("-", "_"):
+            return
+    except TypeError:  # a key that is not a string: look at each
+        pass
+    for name in [k for k in environ if isinstance(k, str) and k.upper().replace("-", "_") == key]:
+        del environ[name]
+
+
+def _attribute(app, name: str):
+    """``getattr(app, name, None)``, also when the object's ``__getattr__`` raises something else."""
+    try:
+        return getattr(app, name, None)
+    except Exception:  # noqa: BLE001 - any object may sit in a pipeline
+        return None
 
 
 class TenantPath(TenancyMiddleware):
@@ -159,20 +209,60 @@ class TenantPath(TenancyMiddleware):
         self.strip = options.strip_tenant
         self.check_project = options.check_token_project
         self.admin_roles = frozenset(role.strip().lower() for role in options.admin_roles if role.strip())
+        self.max_target_length = options.max_target_length
+        if self.strip:
+            self._refuse_second_strip()
+
+    def _refuse_second_strip(self) -> None:
+        """Fail at load when the wrapped chain already holds a stripping tenant_path.
+
+        Two strips would take two segments off the path (or fail on a short
+        one); the chain is followed through every filter that keeps its
+        wrapped app as ``application`` or ``app`` (oslo.middleware's, paste's,
+        this library's) and into a Paste urlmap's apps.
+        """
+        pending, seen = [self.application], set()
+        while pending and len(seen) < 200:
+            app = pending.pop()
+            if app is None or id(app) in seen:
+                continue
+            seen.add(id(app))
+            if isinstance(app, TenantPath) and app.strip:
+                raise ConfigError(
+                    "tenancy_mw tenant_path: option strip_tenant = True is invalid: another tenant_path with"
+                    " strip_tenant already runs later in this pipeline; only one may strip the tenant segment"
+                )
+            pending += [_attribute(app, "application"), _attribute(app, "app")]
+            mapped = _attribute(app, "applications")
+            if isinstance(mapped, list):
+                pending += [entry[1] for entry in mapped if isinstance(entry, tuple) and len(entry) == 2]
 
     def __call__(self, environ: dict, start_response: Callable):
-        environ.pop(self.header_key, None)
+        key = self.header_key
+        environ.pop(key, None)
         try:
+            # remove_header()'s test, inlined (hot path): any other spelling left?
+            if key in "\n".join(environ).upper().replace("-", "_"):
+                remove_header(environ, key)
+        except TypeError:
+            remove_header(environ, key)
+        try:
+            raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+            if raw is None or len(raw) > self.max_target_length:
+                check_target_length(environ, self.max_target_length)
             canonical = canonical_path(environ)
         except PathRefused as exc:
-            LOG.debug("tenant_path refused %r: %s", exc.value, exc.detail)
-            return self.error(environ, start_response, 400, "tenancy.bad-path." + exc.rule, exc.detail)
+            LOG.debug("tenant_path refused %r: %s", shorten(str(exc.value), 300), exc.detail)
+            return self.error(environ, start_response, exc.status, "tenancy.bad-path." + exc.rule, exc.detail)
         index = tenant_segment_index(canonical, self.version_re, canonical.prefix_length)
         if index < 0:
             return self.application(environ, start_response)
         tenant_id = canonical.segments[index]
         try:
-            validate_tenant_id(tenant_id)
+            # A canonical segment already holds no '/', control character,
+            # escape or dot segment: only its length is left to check here.
+            if not 0 < len(tenant_id) <= MAX_TENANT_ID_LENGTH:
+                validate_tenant_id(tenant_id)
         except InvalidTenantId as exc:
             LOG.debug("tenant_path refused tenant id %r: %s", tenant_id, exc.detail)
             return self.error(
@@ -189,8 +279,19 @@ class TenantPath(TenancyMiddleware):
             )
         environ[TENANT_ID_KEY] = tenant_id
         if self.set_header:
-            environ[self.header_key] = tenant_id.encode("utf-8").decode("latin-1")
+            environ[key] = tenant_id if tenant_id.isascii() else tenant_id.encode("utf-8").decode("latin-1")
         if self.strip and index >= canonical.prefix_length:
+            if environ.get(STRIPPED_KEY):
+                # A second stripping tenant_path the load-time check could not see
+                # (behind a router or urlmap it cannot look into).
+                LOG.error("tenant_path: the tenant segment was already stripped; only one tenant_path may strip")
+                return self.error(
+                    environ,
+                    start_response,
+                    503,
+                    "tenancy.misconfigured-pipeline",
+                    "The service is misconfigured: two tenant_path filters strip the tenant segment.",
+                )
             refusal = self._strip(environ, canonical, index)
             if refusal is not None:
                 return refusal(start_response)
@@ -205,16 +306,32 @@ class TenantPath(TenancyMiddleware):
         roles = environ.get("HTTP_X_ROLES", "")
         return any(role.strip().lower() in self.admin_roles for role in roles.split(","))
 
-    @staticmethod
-    def _strip(environ: dict, canonical, index: int):
+    def _strip(self, environ: dict, canonical, index: int):
         """Move the tenant segment to SCRIPT_NAME; return a refusal from a filter that re-judged it, or None."""
         path_info = environ.get("PATH_INFO", "")
         pieces = path_info.split("/")
         # pieces[0] is the empty string before PATH_INFO's leading slash.
         position = index - canonical.prefix_length + 1
+        if position >= len(pieces) or pieces[position] != canonical.segments[index].encode("utf-8").decode("latin-1"):
+            # PATH_INFO no longer holds the tenant where the client's path has it:
+            # something between the server and this filter rewrote it.  Never strip a wrong segment.
+            LOG.error("tenant_path: PATH_INFO %r does not hold the tenant segment to strip", shorten(path_info))
+
+            def refusal(start_response):
+                return self.error(
+                    environ,
+                    start_response,
+                    503,
+                    "tenancy.misconfigured-pipeline",
+                    "The service is misconfigured: the path was rewritten before the tenant segment could be"
+                    " stripped.",
+                )
+
+            return refusal
         tenant_piece = pieces.pop(position)
         environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + "/" + tenant_piece
         environ["PATH_INFO"] = "/".join(pieces) if len(pieces) > 1 else ""
+        environ[STRIPPED_KEY] = True
         # A culling filter that passed the client's path judges the path the
         # app will now route on, too.
         return remember_rewrite(environ, canonical)

@@ -60,15 +60,24 @@ def test_rule_matching(rule, method, path, expected):
         ("PUT,DELETE /os-services/**", "DELETE", "/compute/os-services/3", 1, True),
         ("PUT,DELETE /os-services/**", "DELETE", "/x/os-services/3", 0, True),
         ("PUT,DELETE /os-services/**", "DELETE", "/acme/os-services/3", 0, True),
-        # {version} is tried in the mount point, right after it, and at the first version-like segment.
+        # {version} is tried in the mount point, in the run of version-like segments right
+        # after it, and in the run starting at the first version-like segment: every plausible
+        # split into mount point, version and tenant (a urlmap mounting /v1 in front of an app
+        # routing /{version}/{tenant} routes /v1/v2.1/acme as tenant acme).
         ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/v2.1/acme", 1, True),
         ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/v2.1/acme;x", 1, True),
         ("* /{version}/{tenant}/action/**", "POST", "/v1/v2.1/acme/action/restore", 1, True),
-        ("* /{version}/{tenant}/action/**", "POST", "/v1/v2.1/acme/action/restore", 0, False),
+        ("* /{version}/{tenant}/action/**", "POST", "/v1/v2.1/acme/action/restore", 0, True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/v2.1/acme", 0, True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/compute/v1/v2.1/acme", 0, True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/v2/v3/acme", 0, True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/x/v2.1/acme", 0, False),
         ("PUT,DELETE /{version}/{tenant}", "DELETE", "/compute/v2.1/acme", 0, True),
         ("PUT,DELETE /{version}/{tenant}", "PUT", "/v1/AUTH_acme/v2/photo.jpg", 0, False),
         ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1.0/acme/widgets/v2/9", 0, False),
-        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1/v3/servers", 0, False),
+        # Fail closed: a tenant named like a version may be a version under a /v2.1 mount.
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1/v3/servers", 0, True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1/v3/servers/7", 0, False),
         ("GET /{version}/{tenant}", "GET", "/v2.1/acme/servers/v2/detail", 0, False),
     ],
 )
@@ -107,7 +116,12 @@ def test_backslash_is_also_read_as_a_separator():
 def test_path_view_prepares_once_for_many_rules():
     rules = parse_rules(DEFAULT_RULES)
     view = PathView(("v2.1", "acme", "servers", "7", "action", "move"), VERSION)
-    assert [r.source for r in rules if r.matches_view(view, {"POST"})] == ["* /**/action/move/**"]
+    assert [r.source for r in rules if r.matches_view(view, {"POST"})] == [
+        "* /**/action/move/**",
+        "* /{version}/**/action/*/**",
+    ]
+    public = PathView(("v2.1", "acme", "servers", "7", "action"), VERSION)
+    assert [r.source for r in rules if r.matches_view(public, {"POST"})] == []
 
 
 def test_parse_rules_skips_comments_and_blank_lines():

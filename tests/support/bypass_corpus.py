@@ -177,7 +177,10 @@ PUBLIC_CALLS = [
     # Version-like names deeper in the path are not versions.
     PublicCall("PUT", "/v1/AUTH_acme/v2/photo.jpg"),
     PublicCall("DELETE", "/v1.0/acme/widgets/v2/9"),
-    PublicCall("DELETE", "/v2.1/v3/servers"),
+    # A tenant named like a version: reads pass; PUT/DELETE on /{version}/{v3}/{name}
+    # are culled (a urlmap mounting /v2.1 could route v3 as the version: fail closed).
+    PublicCall("GET", "/v2.1/v3/servers"),
+    PublicCall("DELETE", "/v2.1/v3/servers/7"),
     PublicCall("DELETE", "/v1.0/r\\v2/widgets"),
     # A form that only mentions _method in a value, and one on a public path.
     PublicCall("POST", "/v2.1/acme/servers", (("Content-Type", "application/x-www-form-urlencoded"),),
@@ -199,4 +202,92 @@ STRIP_ATTACKS = [
     CorpusRequest("GET", "/v2.1/x/acme/action", "tenant action root after strip"),
     CorpusRequest("POST", "/v2.1/;/acme/action/restore", "';' tenant then action after strip"),
     CorpusRequest("POST", "/v2.1/x/acme", "override after strip", (("X-HTTP-Method-Override", "DELETE"),)),
+    # The app routes POST /v2.1/acme with a _method form field (Routes and pecan read it): the body
+    # of a path that is admin for DELETE once stripped must be read (it is, in one linear pass).
+    CorpusRequest("POST", "/v2.1/x/acme", "form override after strip",
+                  (("Content-Type", "application/x-www-form-urlencoded"),), b"_method=DELETE"),
 ]
+
+
+# Requests that only some routers take for admin calls (issue 6): media-type
+# versions in front of a version-routing urlmap, mounts named like versions,
+# child controllers found without a tenant or at any depth, dot segments a
+# server resolves.  Which of them reach an admin handler is labelled by
+# sending them through the real routers without the filters.
+
+_JSON = "application/json"
+_MEDIA_VERSIONS = [
+    ("Accept", _JSON + ";version=2.1"),
+    ("Accept", _JSON + "; Version=2.1"),
+    ("Accept", _JSON + ';version="2.1"'),
+    ("Accept", _JSON + ';"version"=2.1'),
+    ("Accept", _JSON + ";q=0.9;version=2.1, text/html;q=0.1"),
+    ("Accept", "application/vnd.openstack.compute+json;version=2.1"),
+    ("Accept", "*/*;version=2.1"),
+    ("Accept", _JSON + ";version=2.1/x"),
+    ("Accept", _JSON + ";version=2"),
+    ("Content-Type", _JSON + ";version=2.1"),
+    ("Content-Type", _JSON + "; version = 2.1"),
+]
+
+_ADMIN_BELOW_VERSION = [
+    ("PUT", "/acme"),
+    ("DELETE", "/acme"),
+    ("POST", "/acme/action/restore"),
+    ("POST", "/acme/action/move?dest=b"),
+    ("GET", "/acme/action"),
+    ("POST", "/acme/servers/7/action/move?dest=b"),
+]
+
+_CHILD_ANYWHERE = [
+    ("POST", "/v2.1/action/restore"),
+    ("POST", "/v2.1/action/move?dest=b"),
+    ("GET", "/v2.1/action"),
+    ("POST", "/v2.1/acme/x/action/restore"),
+    ("GET", "/v2.1/acme/a/b/action"),
+    ("POST", "/v2.1/acme/a/b/action/restore"),
+    ("POST", "/v2.1/acme/x/action/move?dest=b"),
+    ("GET", "/v2.1/acme/x/action/move.json"),
+    ("POST", "/v2.1/acme/x/action/restore.json"),
+    ("POST", "/v2.1/acme/x/../../action/restore"),
+    ("POST", "/v2.1/acme/x/../action/restore"),
+    ("DELETE", "/v2.1/x/../acme"),
+    ("POST", "/v2.1/acme/servers/../action/restore"),
+    ("GET", "/v2.1/acme/servers/7/../../action"),
+    ("POST", "/v2.1/acme?_method=DELETE"),
+    ("POST", "/v2.1/acme?_method=delete"),
+    ("GET", "/v2.1/acme?_method=DELETE"),
+]
+
+
+def router_corpus() -> list[CorpusRequest]:
+    """Every request sent through the real routers: the admin corpus, the strip
+    attacks, the router-specific attacks above and the public calls."""
+    corpus = admin_corpus() + list(STRIP_ATTACKS)
+    for method, path in _ADMIN_BELOW_VERSION:
+        for header in _MEDIA_VERSIONS:
+            corpus.append(CorpusRequest(method, path, "version from %s: %s" % header, (header,)))
+        corpus.append(CorpusRequest(method, "/v1/v2.1" + path, "mount named like a version"))
+        corpus.append(CorpusRequest(method, "/v1/v1/v2.1" + path, "two mounts named like versions"))
+        corpus.append(CorpusRequest(method, "/compute/v2.1" + path, "unknown mount"))
+    for method, path in _CHILD_ANYWHERE:
+        corpus.append(CorpusRequest(method, path, "child controller anywhere"))
+        corpus.append(CorpusRequest(method, "/v1" + path, "child controller anywhere, under /v1"))
+    form = (("Content-Type", "application/x-www-form-urlencoded"),)
+    corpus.append(CorpusRequest("POST", "/v2.1/acme", "pecan _method form", form, b"_method=delete"))
+    corpus.append(CorpusRequest("POST", "/acme", "_method form, media-type version",
+                                form + (("Accept", _JSON + ";version=2.1"),), b"_method=DELETE"))
+    for call in PUBLIC_CALLS:
+        corpus.append(CorpusRequest(call.method, call.target, "public call", call.headers, call.body, admin=False))
+    for call in PUBLIC_CALLS:
+        if call.target.startswith("/v2.1/acme/servers"):
+            corpus.append(CorpusRequest(call.method, "/v1" + call.target, "public call under a /v1 mount",
+                                        call.headers, call.body, admin=False))
+    for header in _MEDIA_VERSIONS[:2]:
+        corpus.append(CorpusRequest("GET", "/acme/servers", "public call, media-type version", (header,), admin=False))
+        corpus.append(CorpusRequest("POST", "/acme/servers/7/action", "public action, media-type version",
+                                    (header, ("Content-Type", _JSON)), b'{"reboot": {}}', admin=False))
+    unique = {}
+    for request in corpus:
+        unique.setdefault((request.method, request.target, request.headers, request.body), request)
+    return list(unique.values())
