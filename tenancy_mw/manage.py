@@ -53,6 +53,7 @@ DATABASE_URL_ENV = "TENANCY_MW_DATABASE_URL"
 #: Modules that add verb groups to the command (each has ``register(subparsers)``).
 VERB_MODULES: tuple[str, ...] = (
     "tenancy_mw.uuid_backfill",
+    "tenancy_mw.manage_tenants",
 )
 
 
