@@ -197,6 +197,13 @@ OPTS = [
         help="Answer 301, Location at the new place, when the service answers 404 under a moved resource's "
         "old path.",
     ),
+    cfg.ListOpt(
+        "tenantless_collections",
+        default=[],
+        help="Names that, right after the version segment, are collections served without a tenant (nova's "
+        "os-services, os-hypervisors): /{version}/{name}/... is then neither checked nor an admin call, and no "
+        "tenant can be called so.",
+    ),
     cfg.StrOpt(
         "version_pattern",
         default=DEFAULT_VERSION_PATTERN,
@@ -328,6 +335,7 @@ class TenantAdmin(TenancyMiddleware):
         self.max_body = options.max_body_bytes
         self.list_limit = options.move_list_limit
         self.redirect_moved = options.redirect_moved
+        self.tenantless = frozenset(name.strip() for name in options.tenantless_collections if name.strip())
         self.provider: MoveProvider | None = None
         if options.move_provider and self.admin_api:
             try:
@@ -339,7 +347,7 @@ class TenantAdmin(TenancyMiddleware):
 
     def __call__(self, environ: dict, start_response: Callable):
         tenant_id = environ.get(TENANT_ID_KEY)
-        if tenant_id is None or self.admin_api:
+        if tenant_id is None or self.admin_api or tenant_id in self.tenantless:
             return self._route(environ, start_response)
         # The public endpoint's hot path: tenant_path found the tenant.
         if self.check_state:
@@ -368,6 +376,8 @@ class TenantAdmin(TenancyMiddleware):
         if index < 0:
             return self.application(environ, start_response)
         tenant_id = canonical.segments[index]
+        if tenant_id in self.tenantless:
+            return self.application(environ, start_response)
         try:
             validate_tenant_id(tenant_id)
         except InvalidTenantId as exc:

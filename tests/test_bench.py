@@ -28,12 +28,13 @@ ROWS = [
 # The bench picks these up by itself once tenancy_mw.admin_cull imports.
 ADMIN_CULL_ROWS = ["admin_cull GET", "admin_cull POST", "admin_cull DELETE", "admin_cull+tenant_path"]
 ID_RESOLVER_ROWS = ["id_resolver pass-through", "id_resolver except word"]
+TENANT_ADMIN_ROWS = ["tenant_admin hit", "tenant_admin miss", "public pipeline"]
 
 
 def expected_rows() -> list[str]:
     if importlib.util.find_spec("tenancy_mw.admin_cull") is None:
-        return ROWS + ID_RESOLVER_ROWS
-    return ROWS + ADMIN_CULL_ROWS + ID_RESOLVER_ROWS
+        return ROWS + ID_RESOLVER_ROWS + TENANT_ADMIN_ROWS
+    return ROWS + ADMIN_CULL_ROWS + ID_RESOLVER_ROWS + TENANT_ADMIN_ROWS
 
 
 def run_bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -68,7 +69,7 @@ def test_quick_run_reports_every_row(tmp_path):
     assert by_name["bare app"]["overhead_ns"] == 0
     assert by_name["RequestId"]["ratio_to_request_id"] == 1
     for name in names:
-        if name.startswith(("tenant_path ", "admin_cull ")):
+        if name.startswith(("tenant_path ", "admin_cull ", "tenant_admin hit")):
             assert by_name[name]["goal_ratio"] == 1 / 3, name
             assert by_name[name]["result"] in ("PASS", "MISS"), name
     assert report["calls"] > 0

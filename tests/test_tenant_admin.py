@@ -13,14 +13,14 @@ import shutil
 import time
 
 import pytest
-import sqlalchemy as sa
 import webtest
 
 from tenancy_mw import migrations
 from tenancy_mw.base import ConfigError
 from tenancy_mw.tenant_admin import TenantAdmin, parse_if_match
 from tenancy_mw.tenant_path import TenantPath
-from tenancy_mw.tenant_registry import TenantRegistry, moves_table, tenants_table
+from tenancy_mw.tenant_registry import TenantRegistry
+from tests.support.registry import registry_snapshot
 from tests.support.widgets import WidgetService
 
 PROVIDER = "tests.support.widgets:WidgetMoves"
@@ -57,16 +57,8 @@ def admin(registry_url):
 
 
 def registry_rows(url):
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as conn:
-            tenants = [tuple(r) for r in conn.execute(sa.select(
-                tenants_table.c.id, tenants_table.c.state, tenants_table.c.representation, tenants_table.c.revision
-            ).order_by(tenants_table.c.id))]
-            moves = conn.execute(sa.select(sa.func.count()).select_from(moves_table)).scalar_one()
-    finally:
-        engine.dispose()
-    return tenants, moves
+    tenants, moves = registry_snapshot(url)
+    return [(t[0], t[2], t[1], t[3]) for t in tenants], len(moves)
 
 
 def error_code(response):
@@ -471,3 +463,15 @@ def test_purge_library_call(admin, registry_url):
     admin.get("/v2.1/old", status=404)
     admin.put_json("/v2.1/old", {"new": True}, status=201)
     assert json.loads(json.dumps(admin.get("/v2.1/old").json)) == {"new": True}
+
+
+def test_tenantless_collections_are_neither_checked_nor_admin_calls(registry_url):
+    for admin_api in (True, False):
+        app, _, service = build(registry_url, admin_api=admin_api, tenantless_collections="os-services, os-hypervisors")
+        app.get("/v2.1/os-services", status=404)  # the service's own answer: WidgetService knows no os-services
+        app.put_json("/v2.1/os-hypervisors", {}, status=404)
+        app.get("/v2.1/os-services/7/action/move?dest=x", status=404)
+        assert service.calls == 3
+        app.get("/v2.1/nobody/os-services", status=404)  # a tenant segment before it is still checked
+        assert service.calls == 3
+    assert registry_rows(registry_url) == ([], 0)

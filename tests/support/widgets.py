@@ -44,7 +44,10 @@ class WidgetService:
 
 
 def _answer(start_response, status, document):
-    body = b"" if document is None else json.dumps(document).encode()
+    if document is None:
+        start_response(status, [])
+        return [b""]
+    body = json.dumps(document).encode()
     start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
     return [body]
 
