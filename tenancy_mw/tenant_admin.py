@@ -436,7 +436,7 @@ class TenantAdmin(TenancyMiddleware):
 
     def _render(self, environ: dict, start_response: Callable, answer: _Answer):
         if answer.location:
-            return _redirect(start_response, answer.status, answer.location)
+            return _redirect(environ, start_response, answer.status, answer.location)
         return self.error(environ, start_response, answer.status, answer.code, answer.detail, answer.headers)
 
     # Redirects of moved resources ---------------------------------------
@@ -465,7 +465,7 @@ class TenantAdmin(TenancyMiddleware):
                 close()
         location = self._moved_location(environ, tenant_id)
         if location:
-            return _redirect(start_response, 301, location)
+            return _redirect(environ, start_response, 301, location)
         start_response(*held[0])
         return [b"".join(held_body)]
 
@@ -707,7 +707,7 @@ class TenantAdmin(TenancyMiddleware):
             raise _RegistryDown() from None
         LOG.info("tenant_admin: moved %r of tenant %r to tenant %r (%d resource%s)", "/".join(path) or "*",
                  tenant_id, dest, len(recorded), "" if len(recorded) == 1 else "s")
-        return _redirect(start_response, 303, location)
+        return _redirect(environ, start_response, 303, location)
 
     def _destination(self, environ: dict, tenant_id: str) -> str:
         query = environ.get("QUERY_STRING", "")
@@ -835,13 +835,13 @@ def _url(environ: dict, segments: tuple[str, ...], trailing_slash: bool) -> str:
     return "%s://%s%s%s" % (scheme, host, "".join("/" + _quote(s) for s in segments), "/" if trailing_slash else "")
 
 
-def _redirect(start_response: Callable, status: int, location: str) -> list[bytes]:
+def _redirect(environ: dict, start_response: Callable, status: int, location: str) -> list[bytes]:
     body = _json_bytes({"location": location})
     start_response(
         "%d %s" % (status, HTTPStatus(status).phrase),
         [("Location", location), ("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
     )
-    return [body]
+    return [b"" if environ.get("REQUEST_METHOD") == "HEAD" else body]
 
 
 def _one_line(exc: BaseException) -> str:
