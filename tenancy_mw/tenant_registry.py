@@ -325,6 +325,19 @@ class TenantRegistry:
         """
         validate_tenant_id(tenant_id)
         text = canonical_json(representation)
+        for attempt in range(1, _PUT_ATTEMPTS + 1):
+            try:
+                return self._put(tenant_id, text, updatable)
+            except sa.exc.DBAPIError as exc:
+                # Two first PUTs of one id at once: a row lock cannot hold a
+                # row that does not exist yet, so one INSERT loses (a
+                # duplicate key; a deadlock on MariaDB's gap locks).  Again,
+                # it finds the row and answers as a second PUT does.
+                if attempt == _PUT_ATTEMPTS or not _lost_a_race(exc):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _put(self, tenant_id: str, text: str, updatable: bool) -> PutResult:
         with self._write() as conn:
             row = self._locked_row(conn, tenant_id)
             now = _utcnow()
@@ -519,6 +532,24 @@ class TenantRegistry:
         return dict(row)
 
 
+_PUT_ATTEMPTS = 3
+
+# SQLSTATEs and MySQL error numbers of a transaction that lost a race and may simply run again.
+_RACE_SQLSTATES = {"23505", "40001", "40P01"}
+_RACE_MYSQL_ERRORS = {1062, 1205, 1213}
+
+
+def _lost_a_race(exc: sa.exc.DBAPIError) -> bool:
+    """A duplicate key, a deadlock or a serialization failure: worth one more try."""
+    if isinstance(exc, sa.exc.IntegrityError) and "sqlite" in type(exc.orig).__module__:
+        return True
+    orig = exc.orig
+    if getattr(orig, "pgcode", None) in _RACE_SQLSTATES:
+        return True
+    args = getattr(orig, "args", ())
+    return bool(args) and args[0] in _RACE_MYSQL_ERRORS
+
+
 # A worker forked from a process whose registries hold pooled connections
 # must not share those connections with its parent.
 _OPEN_REGISTRIES: weakref.WeakSet[TenantRegistry] = weakref.WeakSet()
@@ -546,7 +577,7 @@ def _tenant(row) -> Tenant:
 
 
 def _registry_engine(url: str | URL) -> sa.Engine:
-    """:func:`tenancy_mw.sql.create_engine`, with SQLite transactions begun by SQLAlchemy.
+    """:func:`tenancy_mw.sql.create_engine`: READ COMMITTED on MySQL/MariaDB; on SQLite, transactions begun here.
 
     pysqlite begins transactions lazily, at the first write, and always as
     ``BEGIN DEFERRED``; a move must hold the write lock from its first read.
@@ -556,6 +587,11 @@ def _registry_engine(url: str | URL) -> sa.Engine:
     (SQLAlchemy's documented recipe for pysqlite).
     """
     url = sa.engine.make_url(url)
+    if url.get_backend_name() in ("mysql", "mariadb"):
+        # READ COMMITTED, as on PostgreSQL: row locks on the rows read, and
+        # none of REPEATABLE READ's gap locks, whose overlaps between the
+        # moves table's lookups and inserts make InnoDB deadlocks.
+        return sql.create_engine(url, isolation_level="READ COMMITTED")
     if url.get_backend_name() != "sqlite":
         return sql.create_engine(url)
     engine = sql.create_engine(url, connect_args={"isolation_level": None})

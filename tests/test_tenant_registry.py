@@ -172,3 +172,22 @@ def test_a_move_lock_holds_off_other_processes(registry, sql_url, tmp_path):
     assert first.wait(timeout=60) == 0
     assert second.wait(timeout=60) == 0
     assert log.read_text().split("\n")[:4] == ["first locked", "first done", "second locked", "second done"]
+
+
+def test_concurrent_first_puts_of_one_id_create_it_once(registry, sql_url):
+    """Eight threads PUT the same new tenant at once: one creates it, the others see it; no error."""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    for round_ in range(3):
+        tenant_id = "race-%d" % round_
+        barrier = Barrier(8)
+
+        def put(_):
+            barrier.wait()
+            return registry.put(tenant_id, {"tier": "gold"}).created
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            created = list(pool.map(put, range(8)))
+        assert sorted(created) == [False] * 7 + [True]
+        assert registry.get(tenant_id).revision == 1
