@@ -643,6 +643,11 @@ class TenantAdmin(TenancyMiddleware):
             raise _Answer(400, "tenancy.unreadable-body", "The request body could not be read: %s." % exc) from None
         if len(raw) > limit:
             raise self._too_large(len(raw))
+        if length and len(raw) < int(length):
+            raise _Answer(
+                400, "tenancy.unreadable-body",
+                "The request body ended after %d of the %s bytes its Content-Length announced." % (len(raw), length),
+            )
         return raw
 
     def _too_large(self, size: int) -> _Answer:

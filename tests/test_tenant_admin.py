@@ -474,4 +474,12 @@ def test_tenantless_collections_are_neither_checked_nor_admin_calls(registry_url
         assert service.calls == 3
         app.get("/v2.1/nobody/os-services", status=404)  # a tenant segment before it is still checked
         assert service.calls == 3
+def test_a_body_shorter_than_its_content_length_is_refused(admin, registry_url):
+    from tests.support.wsgi import make_environ
+
+    environ = make_environ("PUT", "/v2.1/acme", (("Content-Type", "application/json"),), body=b'{"a": 1}')
+    environ["CONTENT_LENGTH"] = "100"
+    response = webtest.TestRequest(environ).get_response(admin.app)
+    assert response.status_int == 400
+    assert "100 bytes" in response.json["errors"][0]["detail"]
     assert registry_rows(registry_url) == ([], 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -183,7 +184,7 @@ def test_concurrent_first_puts_of_one_id_create_it_once(registry, sql_url):
         tenant_id = "race-%d" % round_
         barrier = Barrier(8)
 
-        def put(_):
+        def put(_, tenant_id=tenant_id, barrier=barrier):
             barrier.wait()
             return registry.put(tenant_id, {"tier": "gold"}).created
 
@@ -191,3 +192,40 @@ def test_concurrent_first_puts_of_one_id_create_it_once(registry, sql_url):
             created = list(pool.map(put, range(8)))
         assert sorted(created) == [False] * 7 + [True]
         assert registry.get(tenant_id).revision == 1
+
+
+def test_purge_and_show_commands(tmp_path):
+    """``tenancy-mw-manage tenants purge|show`` as an operator runs them (SQLite; the SQL is tested above)."""
+    manage = os.path.join(os.path.dirname(sys.executable), "tenancy-mw-manage")
+    url = "sqlite:///%s" % (tmp_path / "tenants.sqlite")
+
+    def run(*args):
+        return subprocess.run([manage, *args], capture_output=True, text=True, timeout=60)
+
+    assert run("db", "upgrade", "--url", url, "--component", "tenants").returncode == 0
+    registry = TenantRegistry(url)
+    registry.put("gone", {"tier": "gold"})
+    registry.put("kept", {})
+    registry.delete("gone")
+    registry.close()
+    shown = run("tenants", "show", "--url", url, "gone")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["state"] == "deleted"
+    assert json.loads(shown.stdout)["representation"] == {"tier": "gold"}
+    missing = run("tenants", "show", "--url", url, "nobody")
+    assert missing.returncode == 1
+    assert "'nobody'" in missing.stderr
+    bad = run("tenants", "purge", "--url", url, "--retention", "soon")
+    assert bad.returncode == 2
+    assert "'soon'" in bad.stderr
+    dry = run("tenants", "purge", "--url", url, "--retention", "0", "--dry-run")
+    assert dry.stdout.startswith("would have purged 1 tenant")
+    assert run("tenants", "show", "--url", url, "gone").returncode == 0
+    kept = run("tenants", "purge", "--url", url, "--retention", "7d")
+    assert kept.stdout.startswith("purged 0 tenants")
+    done = run("tenants", "purge", "--url", url, "--retention", "0")
+    assert done.returncode == 0
+    assert "'gone'" in done.stdout
+    assert run("tenants", "show", "--url", url, "gone").returncode == 1
+    assert run("tenants", "show", "--url", url, "kept").returncode == 0
+    assert "Traceback" not in bad.stderr + missing.stderr
