@@ -7,6 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_HOST ?= 127.0.0.1
 DEMO_PORT ?= 8774
+DEMO_ADMIN_PORT ?= 8775
 # Programs the test suite starts for real: "command:debian-package".
 TEST_PROGRAMS := memcached:memcached
 
@@ -25,11 +26,7 @@ $(BIN)/.installed-test: setup.cfg setup.py constraints.txt
 	touch $@
 
 demo: $(BIN)/.installed-demo
-	@echo "tenancy_mw demo: http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/  (Ctrl-C stops it)"
-	@echo "  curl -s -X POST -H 'Content-Type: application/json' -d '{\"server\": {\"name\": \"web1\"}}' http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/acme/servers"
-	@echo "  curl -s http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/acme/servers"
-	@echo "  curl -s -H 'OpenStack-API-Version: compute 2.53' http://$(DEMO_HOST):$(DEMO_PORT)/v2.1/os-services"
-	cd examples && ../$(BIN)/gunicorn --paste api-paste.ini --bind $(DEMO_HOST):$(DEMO_PORT) --workers 2 --no-control-socket
+	@DEMO_HOST=$(DEMO_HOST) DEMO_PORT=$(DEMO_PORT) DEMO_ADMIN_PORT=$(DEMO_ADMIN_PORT) examples/run-demo $(BIN)
 
 programs:
 	@for entry in $(TEST_PROGRAMS); do \

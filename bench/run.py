@@ -294,6 +294,11 @@ import id_resolver_bench  # noqa: E402 - bench/ is on sys.path when run.py runs
 
 CASES += id_resolver_bench.cases(Case, target, ONE_THIRD)
 
+# tenant_admin's rows: the public pipeline's tenant-state check (bench/tenant_admin_cases.py).
+import tenant_admin_cases  # noqa: E402
+
+CASES += tenant_admin_cases.cases(Case, target, TENANT, ONE_THIRD, _has_tenant)
+
 
 @dataclass
 class Row:

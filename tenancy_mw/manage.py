@@ -26,10 +26,12 @@ error, never a traceback.
 
 From Python::
 
+    >>> import contextlib, io
     >>> from tenancy_mw.manage import main
-    >>> main(["db", "components"]) == 0  # doctest: +ELLIPSIS
-    ...
-    True
+    >>> with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...     status = main(["db", "components"])
+    >>> status, "tenants" in out.getvalue().split()
+    (0, True)
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ DATABASE_URL_ENV = "TENANCY_MW_DATABASE_URL"
 #: Modules that add verb groups to the command (each has ``register(subparsers)``).
 VERB_MODULES: tuple[str, ...] = (
     "tenancy_mw.uuid_backfill",
+    "tenancy_mw.manage_tenants",
 )
 
 

@@ -38,12 +38,13 @@ ADMIN_CULL_ROWS = [
 # Worst-case rows: an absolute goal (5 ms) instead of a ratio to RequestId.
 WORST_CASE_ROWS = {"admin_cull 1MiB form", "admin_cull 1MiB multipart", "admin_cull 8KiB target"}
 ID_RESOLVER_ROWS = ["id_resolver pass-through", "id_resolver except word"]
+TENANT_ADMIN_ROWS = ["tenant_admin hit", "tenant_admin miss", "public pipeline"]
 
 
 def expected_rows() -> list[str]:
     if importlib.util.find_spec("tenancy_mw.admin_cull") is None:
-        return ROWS + ID_RESOLVER_ROWS
-    return ROWS + ADMIN_CULL_ROWS + ID_RESOLVER_ROWS
+        return ROWS + ID_RESOLVER_ROWS + TENANT_ADMIN_ROWS
+    return ROWS + ADMIN_CULL_ROWS + ID_RESOLVER_ROWS + TENANT_ADMIN_ROWS
 
 
 def run_bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -82,7 +83,7 @@ def test_quick_run_reports_every_row(tmp_path):
             assert by_name[name]["goal_ratio"] is None, name
             assert by_name[name]["goal_max_overhead_ns"] == 5_000_000, name
             assert by_name[name]["result"] in ("PASS", "MISS"), name
-        elif name.startswith(("tenant_path ", "admin_cull ")):
+        elif name.startswith(("tenant_path ", "admin_cull ", "tenant_admin hit")):
             assert by_name[name]["goal_ratio"] == 1 / 3, name
             assert by_name[name]["result"] in ("PASS", "MISS"), name
     assert report["calls"] > 0

@@ -141,6 +141,15 @@ class ServerStore:
             sa.Column("created", sa.DateTime(), nullable=False),
             **sql.table_options(),
         )
+        #: Deleted servers, remembered so a move of one answers 410, not 404.
+        self.deleted_servers = sa.Table(
+            "deleted_servers",
+            self.metadata,
+            sa.Column("id", sa.String(36), primary_key=True),
+            sa.Column("tenant_id", sql.ExactString(MAX_TENANT_ID_LENGTH), nullable=False),
+            sa.Column("deleted", sa.DateTime(), nullable=False),
+            **sql.table_options(),
+        )
         self._create_tables()
         if sql.is_mysql(self.engine.dialect):
             self._check_exact_collation()
@@ -231,7 +240,18 @@ class ServerStore:
         table = self.servers
         statement = table.delete().where(table.c.tenant_id == tenant_id, table.c.id == server_id)
         with self.engine.begin() as conn:
-            return conn.execute(statement).rowcount == 1
+            if conn.execute(statement).rowcount != 1:
+                return False
+            conn.execute(self.deleted_servers.insert().values(id=server_id, tenant_id=tenant_id, deleted=_utcnow()))
+            return True
+
+    def is_deleted(self, tenant_id: str, server_id: str) -> bool:
+        """Whether *tenant_id* had a server *server_id* and deleted it."""
+        table = self.deleted_servers
+        query = sa.select(table.c.tenant_id).where(table.c.id == server_id, table.c.tenant_id == tenant_id)
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        return row is not None and row[0] == tenant_id
 
     def close(self) -> None:
         """Close this process's database connections."""

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
+from urllib.parse import unquote
 
 import pytest
 import sqlalchemy as sa
@@ -69,8 +71,21 @@ class DemoClient:
     Targets are sent exactly as given, percent-encoding and all.
     """
 
-    def __init__(self, server) -> None:
+    def __init__(self, server, registry_url: str | None = None) -> None:
         self.server = server
+        #: The tenant registry the demo's tenant_admin filters use.
+        self.registry_url = registry_url
+
+    def add_tenants(self, *raw_tenants: str) -> None:
+        """Create tenants (still-encoded segments, as in URLs) in the registry, as the admin PUT would."""
+        from tenancy_mw.tenant_registry import TenantRegistry
+
+        registry = TenantRegistry(self.registry_url)
+        try:
+            for raw in raw_tenants:
+                registry.put(unquote(raw), {})
+        finally:
+            registry.close()
 
     def request(self, method: str, target: str, body=None, headers: dict | None = None):
         """Send one request; a dict *body* is sent as JSON, bytes as they are."""
@@ -93,23 +108,50 @@ class DemoClient:
         return self.server.log()
 
 
+def demo_server_env(database_url: str, registry_url: str, state_dir, cache_ttl: float = 1.0) -> dict:
+    """The environment that points a demo gunicorn at *database_url*, the registry *registry_url*
+    and two cell databases, SQLite files in *state_dir* (not those of examples/state/).
+
+    The registry URL and the tenant cache TTL reach api-paste.ini's
+    ``[DEFAULT]`` as ``--paste-global`` values, through ``GUNICORN_CMD_ARGS``
+    (what ``make demo`` passes on its command line).
+    """
+    cells = "cell1=%s, cell2=%s" % tuple(sqlite_url(os.path.join(str(state_dir), "cell%d.sqlite" % n)) for n in (1, 2))
+    args = ["--paste-global", "registry_url=" + registry_url, "--paste-global", "tenant_cache_ttl=%s" % cache_ttl]
+    return {
+        "TENANCY_DEMO_DATABASE_URL": database_url,
+        "TENANCY_DEMO_CELLS": cells,
+        "GUNICORN_CMD_ARGS": shlex.join(args),
+    }
+
+
+def migrated_registry(database_url: str, sqlite_dir) -> str:
+    """The registry URL for a demo on *database_url*, its tables made: the same database on a
+    server, a file of its own beside it on SQLite (a move holds the registry's write lock there)."""
+    from tenancy_mw import migrations
+
+    if database_url.startswith("sqlite"):
+        registry_url = sqlite_url(os.path.join(str(sqlite_dir), "tenants.sqlite"))
+    else:
+        registry_url = database_url
+    migrations.upgrade(registry_url, ["tenants"])
+    return registry_url
+
+
 @pytest.fixture
 def start_demo(serve_paste, tmp_path):
-    """Start the demo of examples/api-paste.ini under gunicorn, 2 workers, on a database URL.
+    """Start the public pipeline of examples/api-paste.ini under gunicorn, 2 workers, on a database URL.
 
-    Usage: ``client = start_demo(database_url)``.  Its cell databases are
-    SQLite files of the test's own, not those of examples/state/.
+    Usage: ``client = start_demo(database_url)``; create tenants with
+    ``client.add_tenants("acme")`` before using them.  Its registry and cell
+    databases are of the test's own, not those of examples/state/.
     """
 
     def _start(database_url: str) -> DemoClient:
-        cells = "cell1=%s, cell2=%s" % (sqlite_url(tmp_path / "cell1.sqlite"), sqlite_url(tmp_path / "cell2.sqlite"))
-        server = serve_paste(
-            DEMO_INI,
-            workers=2,
-            env={"TENANCY_DEMO_DATABASE_URL": database_url, "TENANCY_DEMO_CELLS": cells},
-            cwd=EXAMPLES_DIR,
-        )
-        return DemoClient(server)
+        registry_url = migrated_registry(database_url, tmp_path)
+        env = demo_server_env(database_url, registry_url, tmp_path)
+        server = serve_paste(DEMO_INI, workers=2, env=env, cwd=EXAMPLES_DIR)
+        return DemoClient(server, registry_url)
 
     return _start
 

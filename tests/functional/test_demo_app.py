@@ -14,8 +14,10 @@ from demo_compute.storage import ServerStore
 from oslo_middleware.request_id import RequestId
 from paste.deploy import loadapp
 
+from tenancy_mw import migrations
 from tenancy_mw.admin_cull import AdminCull
 from tenancy_mw.id_resolver import IdResolver
+from tenancy_mw.tenant_admin import TenantAdmin
 from tenancy_mw.tenant_path import TenantPath
 from tests.functional.conftest import DEMO_INI, sqlite_url
 
@@ -33,17 +35,25 @@ def pipeline(store, **tenant_path_conf):
     return webtest.TestApp(RequestId(TenantPath(DemoCompute(store), tenant_path_conf)))
 
 
-def test_the_paste_file_builds_request_id_admin_cull_tenant_path_id_resolver_then_the_demo(tmp_path, monkeypatch):
+def test_the_paste_file_builds_the_public_and_admin_pipelines(tmp_path, monkeypatch):
     db = tmp_path / "from-env.sqlite"
     monkeypatch.setenv(DATABASE_URL_ENV, sqlite_url(db))
     cells = {"cell1": sqlite_url(tmp_path / "c1.sqlite"), "cell2": sqlite_url(tmp_path / "c2.sqlite")}
     monkeypatch.setenv("TENANCY_DEMO_CELLS", ", ".join("%s=%s" % item for item in cells.items()))
-    app = loadapp("config:" + DEMO_INI)
+    registry_url = sqlite_url(tmp_path / "tenants.sqlite")
+    migrations.upgrade(registry_url, ["tenants"])
+    # What gunicorn's --paste-global passes: it wins over the file's [DEFAULT].
+    overrides = {"registry_url": registry_url, "tenant_cache_ttl": "0"}
+    app = loadapp("config:" + DEMO_INI, global_conf=overrides)
     assert isinstance(app, RequestId)
     assert isinstance(app.application, AdminCull)
     tenant_path = app.application.application
     assert isinstance(tenant_path, TenantPath)
-    id_resolver = tenant_path.application
+    public_admin = tenant_path.application
+    assert isinstance(public_admin, TenantAdmin)
+    assert public_admin.admin_api is False
+    assert public_admin.registry.engine.url.database == str(tmp_path / "tenants.sqlite")
+    id_resolver = public_admin.application
     assert isinstance(id_resolver, IdResolver)
     # The filter and the app look at the same cells, those of the environment.
     assert {name: str(engine.url) for name, engine in id_resolver.lookup.engines.items()} == cells
@@ -52,15 +62,34 @@ def test_the_paste_file_builds_request_id_admin_cull_tenant_path_id_resolver_the
     assert isinstance(demo, DemoCompute)
     # The environment variable won over the file's database_url.
     assert demo.store.engine.url.database == str(db)
+
+    admin = loadapp("config:" + DEMO_INI, name="admin", global_conf=overrides)
+    assert isinstance(admin, RequestId)
+    assert isinstance(admin.application, TenantPath)
+    admin_filter = admin.application.application
+    assert isinstance(admin_filter, TenantAdmin)
+    assert admin_filter.admin_api is True
+    assert admin_filter.cache.ttl == 0
+    assert type(admin_filter.provider).__name__ == "ServerMoves"
+    assert isinstance(admin_filter.application, DemoCompute)
+
     client = webtest.TestApp(app)
+    admin_client = webtest.TestApp(admin)
+    client.post_json("/v2.1/acme/servers", {"server": {"name": "web1"}}, status=404)
+    admin_client.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
     client.post_json("/v2.1/acme/servers", {"server": {"name": "web1"}}, status=201)
     assert [s["name"] for s in client.get("/v2.1/acme/servers").json["servers"]] == ["web1"]
+    # os-services names no tenant: it is neither checked nor taken for one.
+    assert len(client.get("/v2.1/os-services").json["services"]) == 5
     # The public endpoint hides the tenant admin API.
     assert client.delete("/v2.1/acme", status=404).json["errors"][0]["code"] == "tenancy.not-found"
     client.post("/v2.1/acme/action/move?dest=other", status=404)
+    client.post("/v2.1/acme/action/restore", status=404)
+    assert admin_client.get("/v2.1/acme").json == {"tier": "gold"}
     assert db.is_file()
     demo.store.close()
     id_resolver.lookup.close()
+    admin_filter.application.store.close()
 
 
 def test_database_url_of_the_section_is_relative_to_the_paste_file(tmp_path, monkeypatch):

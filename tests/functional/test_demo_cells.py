@@ -14,7 +14,14 @@ import uuid
 import pytest
 
 from tests.conftest import require
-from tests.functional.conftest import DEMO_INI, EXAMPLES_DIR, DemoClient, sqlite_url
+from tests.functional.conftest import (
+    DEMO_INI,
+    EXAMPLES_DIR,
+    DemoClient,
+    demo_server_env,
+    migrated_registry,
+    sqlite_url,
+)
 from tests.support import databases
 from tests.support.cells import closed_port_url
 from tests.support.servers import GunicornServer
@@ -24,13 +31,12 @@ LEGACY_253 = {"X-OpenStack-Nova-API-Version": "2.53"}
 
 
 def start(tmp_path, cells: str) -> GunicornServer:
-    server = GunicornServer(
-        DEMO_INI,
-        workers=2,
-        env={"TENANCY_DEMO_DATABASE_URL": sqlite_url(tmp_path / "demo.sqlite"), "TENANCY_DEMO_CELLS": cells},
-        cwd=EXAMPLES_DIR,
-        log_dir=tmp_path,
-    )
+    database_url = sqlite_url(tmp_path / "demo.sqlite")
+    registry_url = migrated_registry(database_url, tmp_path)
+    # The project of the project-scoped URLs (/v2.1/acme/os-services) exists.
+    DemoClient(None, registry_url).add_tenants("acme")
+    env = dict(demo_server_env(database_url, registry_url, tmp_path), TENANCY_DEMO_CELLS=cells)
+    server = GunicornServer(DEMO_INI, workers=2, env=env, cwd=EXAMPLES_DIR, log_dir=tmp_path)
     server.start()
     return server
 

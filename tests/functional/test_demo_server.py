@@ -53,6 +53,7 @@ def assert_error(response, status: int, *fragments: str) -> dict:
 
 
 def test_the_readme_curl_flow(demo):
+    demo.add_tenants("acme")
     created = demo.create("acme", "web1")
     assert created.status == 201, created.body
     server = created.json()["server"]
@@ -73,6 +74,7 @@ def test_the_readme_curl_flow(demo):
 
 
 def test_delete_then_the_server_is_gone(demo):
+    demo.add_tenants("acme")
     server = demo.create("acme", "web1").json()["server"]
     deleted = demo.request("DELETE", "/v2.1/acme/servers/" + server["id"])
     assert deleted.status == 204
@@ -83,6 +85,7 @@ def test_delete_then_the_server_is_gone(demo):
 
 
 def test_a_tenant_cannot_see_or_delete_another_tenants_server(demo, demo_db):
+    demo.add_tenants("tenant-a", "tenant-b", "Tenant-B", "tenant-b%20")
     theirs = demo.create("tenant-b", "b-secret").json()["server"]
     mine = demo.create("tenant-a", "a1").json()["server"]
     assert demo.list("tenant-a").json()["servers"] == [mine]
@@ -97,6 +100,7 @@ def test_a_tenant_cannot_see_or_delete_another_tenants_server(demo, demo_db):
 
 
 def test_a_forged_tenant_header_does_not_change_the_tenant(demo):
+    demo.add_tenants("victim", "acme")
     forged = {"X-Tenant-Id": "victim"}
     victims = demo.create("victim", "victim-server").json()["server"]
     created = demo.create("acme", "web1", headers=forged)
@@ -110,6 +114,7 @@ def test_a_forged_tenant_header_does_not_change_the_tenant(demo):
 
 
 def test_the_specs_example_tenant_ids_work_end_to_end(demo, demo_db):
+    demo.add_tenants(*(raw for raw, _ in SPEC_TENANT_IDS))
     made = {}
     for raw, tenant_id in SPEC_TENANT_IDS:
         created = demo.create(raw, "server of " + tenant_id)
@@ -128,6 +133,7 @@ def test_the_specs_example_tenant_ids_work_end_to_end(demo, demo_db):
 
 
 def test_the_spec_invalid_examples_are_refused(demo, demo_db):
+    demo.add_tenants("resel1")
     # resel1/sub2/acct3 is not a tenant id: the tenant is 'resel1' and the
     # rest does not name a resource.
     assert_error(demo.request("POST", "/v2.1/resel1/sub2/acct3/servers", {"server": {"name": "x"}}), 404)
@@ -138,6 +144,7 @@ def test_the_spec_invalid_examples_are_refused(demo, demo_db):
 
 
 def test_an_encoded_slash_in_the_tenant_is_a_400_naming_it(demo, demo_db):
+    demo.add_tenants("a")
     # gunicorn decodes a%2Fb to a/b in PATH_INFO; only RAW_URI still shows
     # the %2F, so this answer proves tenant_path reads the raw target.
     for method, body in (("GET", None), ("POST", {"server": {"name": "x"}})):
@@ -149,6 +156,7 @@ def test_an_encoded_slash_in_the_tenant_is_a_400_naming_it(demo, demo_db):
 
 @pytest.mark.parametrize("char", ["a", "%E2%88%91"], ids=["ascii", "utf8"])
 def test_a_255_character_tenant_works_and_256_is_a_400(demo, demo_db, char):
+    demo.add_tenants(char * 255)
     raw = char * 255
     created = demo.create(raw, "long")
     assert created.status == 201, created.body
@@ -203,6 +211,7 @@ BAD_CREATE_BODIES = [
 
 
 def test_bad_create_bodies_are_4xx_json_never_500(demo, demo_db):
+    demo.add_tenants("acme")
     # One server for all the cases: a gunicorn start per case would double
     # the run time of this module.
     wrong = []
@@ -218,6 +227,7 @@ def test_bad_create_bodies_are_4xx_json_never_500(demo, demo_db):
 
 
 def test_wrong_methods_are_405_with_allow(demo):
+    demo.add_tenants("acme")
     server = demo.create("acme", "web1").json()["server"]
     for method, target, allow in (
         ("PUT", "/v2.1/acme/servers", "GET, HEAD, POST"),
@@ -234,6 +244,7 @@ def test_wrong_methods_are_405_with_allow(demo):
 
 
 def test_unknown_things_are_404_json(demo):
+    demo.add_tenants("acme")
     for target, fragment in (
         ("/v2.1/acme/servers/00000000-0000-4000-8000-000000000000", "00000000-0000-4000-8000-000000000000"),
         ("/v2.1/acme/servers/not-a-uuid", "not-a-uuid"),
@@ -247,6 +258,7 @@ def test_unknown_things_are_404_json(demo):
 
 
 def test_two_workers_take_concurrent_creates_on_one_sqlite_file(demo, demo_db):
+    demo.add_tenants("acme")
     def create(index: int) -> int:
         return demo.create("acme", "web%02d" % index).status
 
@@ -264,6 +276,7 @@ def test_the_demo_runs_on_a_database_server(request, start_demo, backend):
     empty_servers_table(url)
     demo = start_demo(url)
     sigma = "%E2%88%91%E2%88%9E%E2%88%86%E2%88%8F"
+    demo.add_tenants("Acme", "acme", sigma, "ACME", "acme%20")
     upper = demo.create("Acme", "upper").json()["server"]
     lower = demo.create("acme", "lower").json()["server"]
     utf8 = demo.create(sigma, "∑ server").json()["server"]

@@ -28,6 +28,9 @@ def test_create_list_show_delete(store):
     assert store.get_server("acme", server["id"]) == server
     assert store.delete_server("acme", server["id"]) is True
     assert store.get_server("acme", server["id"]) is None
+    # Remembered as deleted (a move of it answers 410), for its own tenant only.
+    assert store.is_deleted("acme", server["id"]) is True
+    assert store.is_deleted("Acme", server["id"]) is False
     assert store.list_servers("acme") == []
     assert store.delete_server("acme", server["id"]) is False
 

@@ -1,0 +1,485 @@
+"""tenant_admin in process: every admin call, the state check, moves, bad input, options.
+
+A real SQLite registry (migrated with the library's own migrations) and a
+real move provider (tests/support/widgets.py); webtest stands in for the
+socket.  The same calls over HTTP through the demo's two pipelines, on all
+three databases, are in tests/functional/test_tenant_admin_server.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+import webtest
+
+from tenancy_mw import migrations
+from tenancy_mw.base import ConfigError
+from tenancy_mw.tenant_admin import TenantAdmin, parse_if_match
+from tenancy_mw.tenant_path import TenantPath
+from tenancy_mw.tenant_registry import TenantRegistry
+from tests.support.registry import registry_snapshot
+from tests.support.widgets import WidgetService
+
+PROVIDER = "tests.support.widgets:WidgetMoves"
+
+
+@pytest.fixture(scope="module")
+def migrated_template(tmp_path_factory):
+    path = tmp_path_factory.mktemp("registry") / "template.sqlite"
+    migrations.upgrade("sqlite:///%s" % path, ["tenants"])
+    return path
+
+
+@pytest.fixture
+def registry_url(tmp_path, migrated_template):
+    """A fresh, migrated SQLite registry for each test."""
+    path = tmp_path / "tenants.sqlite"
+    shutil.copy(migrated_template, path)
+    return "sqlite:///%s" % path
+
+
+def build(registry_url, service=None, **options):
+    service = service if service is not None else WidgetService()
+    conf = {"connection": registry_url, "move_provider": PROVIDER}
+    conf.update({k: str(v) for k, v in options.items()})
+    admin = TenantAdmin(service, conf)
+    return webtest.TestApp(TenantPath(admin, {})), admin, service
+
+
+@pytest.fixture
+def admin(registry_url):
+    app, _, service = build(registry_url)
+    app.service = service
+    return app
+
+
+def registry_rows(url):
+    tenants, moves = registry_snapshot(url)
+    return [(t[0], t[2], t[1], t[3]) for t in tenants], len(moves)
+
+
+def error_code(response):
+    (error,) = response.json["errors"]
+    assert error["status"] == response.status_int
+    return error["code"]
+
+
+# Lifecycle -------------------------------------------------------------------
+
+
+def test_put_get_head_delete_restore(admin):
+    created = admin.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
+    assert created.json == {"tier": "gold"}
+    assert created.headers["Location"] == "http://localhost:80/v2.1/acme"
+    etag = created.headers["ETag"]
+    assert etag.startswith('"')
+    assert etag.endswith('"')
+
+    shown = admin.get("/v2.1/acme", status=200)
+    assert shown.json == {"tier": "gold"}
+    assert shown.headers["ETag"] == etag
+    assert shown.headers["X-Tenant-State"] == "active"
+    head = admin.head("/v2.1/acme", status=204)
+    assert head.body == b""
+    for name in ("ETag", "Last-Modified", "X-Tenant-State", "X-Tenant-Created", "X-Tenant-Updated"):
+        assert head.headers[name] == shown.headers[name], name
+
+    modified = admin.put_json("/v2.1/acme", {"tier": "silver"}, status=202)
+    assert modified.json == {"tier": "silver"}
+    assert modified.headers["ETag"] != etag
+
+    deleted = admin.delete("/v2.1/acme", status=204)
+    assert deleted.headers["X-Tenant-State"] == "deleted"
+    assert error_code(admin.get("/v2.1/acme", status=410)) == "tenancy.tenant-deleted"
+    assert admin.head("/v2.1/acme", status=410).body == b""
+    assert error_code(admin.delete("/v2.1/acme", status=410)) == "tenancy.tenant-deleted"
+    assert error_code(admin.get("/v2.1/acme/widgets", status=410)) == "tenancy.tenant-deleted"
+    assert error_code(admin.put_json("/v2.1/acme", {"tier": "x"}, status=409)) == "tenancy.tenant-deleted"
+
+    restored = admin.post("/v2.1/acme/action/restore", status=200)
+    assert restored.json == {"tier": "silver"}
+    assert error_code(admin.post("/v2.1/acme/action/restore", status=409)) == "tenancy.tenant-not-deleted"
+    admin.get("/v2.1/acme/widgets", status=200)
+
+
+def test_unknown_tenant_is_404_everywhere(admin):
+    for call in (
+        lambda: admin.get("/v2.1/nobody", status=404),
+        lambda: admin.head("/v2.1/nobody", status=404),
+        lambda: admin.delete("/v2.1/nobody", status=404),
+        lambda: admin.post("/v2.1/nobody/action/restore", status=404),
+        lambda: admin.get("/v2.1/nobody/widgets", status=404),
+        lambda: admin.post("/v2.1/nobody/action/move?dest=x", status=404),
+    ):
+        response = call()
+        if response.request.method != "HEAD":
+            assert error_code(response) == "tenancy.tenant-not-found"
+    assert admin.service.calls == 0
+
+
+def test_put_is_idempotent(admin, registry_url):
+    admin.put_json("/v2.1/acme", {"b": 1, "a": [1, 2]}, status=201)
+    before = registry_rows(registry_url)
+    again = admin.put_json("/v2.1/acme", {"a": [1, 2], "b": 1}, status=202)
+    assert registry_rows(registry_url) == before  # not even the revision moved
+    assert again.json == {"a": [1, 2], "b": 1}
+
+
+def test_empty_put_creates_an_empty_representation(admin):
+    admin.put("/v2.1/acme", status=201)
+    assert admin.get("/v2.1/acme").json == {}
+
+
+def test_tenant_ids_compare_exactly(admin):
+    admin.put_json("/v2.1/acme", {"n": 1}, status=201)
+    admin.get("/v2.1/ACME", status=404)
+    admin.get("/v2.1/acme%20", status=404)
+    admin.put_json("/v2.1/acme%20", {"n": 2}, status=201)
+    assert admin.get("/v2.1/acme").json == {"n": 1}
+    assert admin.get("/v2.1/acme%20").json == {"n": 2}
+    admin.get("/v2.1/%E2%88%91", status=404)
+    admin.put_json("/v2.1/%E2%88%91", {"n": "∑"}, status=201)
+    assert admin.get("/v2.1/%E2%88%91").json == {"n": "∑"}
+
+
+def test_wrong_methods_are_405_with_allow(admin):
+    admin.put_json("/v2.1/acme", {}, status=201)
+    response = admin.post("/v2.1/acme", status=405)
+    assert response.headers["Allow"] == "DELETE, GET, HEAD, PUT"
+    assert admin.get("/v2.1/acme/action/restore", status=405).headers["Allow"] == "POST"
+    assert admin.delete("/v2.1/acme/action/move?dest=b", status=405).headers["Allow"] == "GET, HEAD, POST"
+
+
+# Bad input -------------------------------------------------------------------
+
+BAD_BODIES = [
+    ("malformed JSON", b"{bad", "application/json", 400, "tenancy.representation-not-json"),
+    ("not UTF-8", b'{"a": "\xff"}', "application/json", 400, "tenancy.representation-not-json"),
+    ("too deep", b"[" * 60000, "application/json", 400, "tenancy.representation-not-json"),
+    ("NaN", b'{"a": NaN}', "application/json", 400, "tenancy.representation-not-json"),
+    ("repeated key", b'{"a": 1, "a": 2}', "application/json", 400, "tenancy.representation-not-json"),
+    ("a list", b"[1, 2]", "application/json", 400, "tenancy.representation-not-an-object"),
+    ("a string", b'"gold"', "application/json", 400, "tenancy.representation-not-an-object"),
+    ("huge", b'{"a": "' + b"x" * 70000 + b'"}', "application/json", 413, "tenancy.representation-too-large"),
+    ("not JSON type", b'{"a": 1}', "text/plain", 415, "tenancy.representation-not-json"),
+]
+
+
+@pytest.mark.parametrize(("what", "body", "content_type", "status", "code"), BAD_BODIES,
+                         ids=[case[0] for case in BAD_BODIES])
+def test_bad_bodies_are_4xx_and_leave_the_registry_unchanged(admin, registry_url, what, body, content_type, status,
+                                                              code):
+    admin.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
+    before = registry_rows(registry_url)
+    for tenant in ("acme", "newcomer"):
+        response = admin.put("/v2.1/%s" % tenant, body, headers={"Content-Type": content_type}, status=status)
+        assert error_code(response) == code
+    assert registry_rows(registry_url) == before
+
+
+def test_bad_body_errors_name_the_value(admin):
+    detail = admin.put("/v2.1/acme", b"[1, 2]", headers={"Content-Type": "application/json"},
+                       status=400).json["errors"][0]["detail"]
+    assert "[1, 2]" in detail
+    assert "JSON object" in detail
+    detail = admin.put("/v2.1/acme", b"{bad", headers={"Content-Type": "application/json"},
+                       status=400).json["errors"][0]["detail"]
+    assert "{bad" in detail
+
+
+def test_invalid_tenant_ids_are_400(admin, registry_url):
+    # (Encoded slashes need the raw target of a real server: see the functional tests.)
+    for target, code in (("/v2.1/" + "a" * 256, "tenancy.invalid-tenant-id.too-long"),
+                         ("/v2.1/a%252Fb", "tenancy.bad-path.double-encoding"),
+                         ("/v2.1/a%01b", "tenancy.bad-path.control-character")):
+        assert error_code(admin.put_json(target, {}, status=400)) == code
+    assert registry_rows(registry_url) == ([], 0)
+
+
+def test_a_lone_surrogate_in_a_representation_is_kept_safely(admin):
+    admin.put("/v2.1/acme", b'{"a": "\\ud800"}', headers={"Content-Type": "application/json"}, status=201)
+    assert admin.get("/v2.1/acme").json == {"a": "\ud800"}
+
+
+# Options -------------------------------------------------------------------
+
+
+def test_representations_off(registry_url):
+    app, _, _ = build(registry_url, representations=False)
+    created = app.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
+    assert created.body == b""
+    shown = app.get("/v2.1/acme", status=204)
+    assert shown.body == b""
+    assert shown.headers["ETag"]
+    assert error_code(app.put_json("/v2.1/acme", {}, status=409)) == "tenancy.tenant-exists"
+
+
+def test_not_updatable(registry_url):
+    app, _, _ = build(registry_url, updatable=False)
+    app.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
+    app.put_json("/v2.1/acme", {"tier": "gold"}, status=202)  # the same PUT again is fine
+    assert error_code(app.put_json("/v2.1/acme", {"tier": "x"}, status=409)) == "tenancy.tenant-not-updatable"
+    assert app.get("/v2.1/acme").json == {"tier": "gold"}
+
+
+def test_public_copy_answers_no_admin_call_and_checks_states(registry_url):
+    admin_app, _, _ = build(registry_url)
+    public, _, service = build(registry_url, admin_api=False)
+    admin_app.put_json("/v2.1/acme", {}, status=201)
+    # Admin calls are the service's business on a public endpoint (admin_cull culls them before).
+    public.put_json("/v2.1/acme", {"x": 1}, status=404)
+    assert service.calls == 1
+    assert admin_app.get("/v2.1/acme").json == {}
+    public.get("/v2.1/acme/widgets", status=200)
+    assert error_code(public.get("/v2.1/other/widgets", status=404)) == "tenancy.tenant-not-found"
+
+
+def test_state_check_can_be_turned_off(registry_url):
+    app, _, service = build(registry_url, check_tenant_state=False)
+    app.get("/v2.1/nobody/widgets", status=200)
+    assert service.calls == 1
+
+
+def test_other_workers_see_a_delete_within_the_cache_ttl(registry_url):
+    # Two filter instances are two worker processes' caches.
+    worker_a, _, _ = build(registry_url, cache_ttl=0.5)
+    worker_b, _, _ = build(registry_url, cache_ttl=0.5)
+    worker_a.put_json("/v2.1/acme", {}, status=201)
+    worker_b.get("/v2.1/acme/widgets", status=200)  # b caches "active"
+    worker_a.delete("/v2.1/acme", status=204)
+    worker_a.get("/v2.1/acme/widgets", status=410)  # a knows at once
+    worker_b.get("/v2.1/acme/widgets", status=200)  # b still has it cached
+    time.sleep(0.6)
+    worker_b.get("/v2.1/acme/widgets", status=410)
+
+
+def test_cache_ttl_zero_reads_every_time(registry_url):
+    worker_a, _, _ = build(registry_url, cache_ttl=0)
+    worker_b, _, _ = build(registry_url, cache_ttl=0)
+    worker_a.put_json("/v2.1/acme", {}, status=201)
+    worker_b.get("/v2.1/acme/widgets", status=200)
+    worker_a.delete("/v2.1/acme", status=204)
+    worker_b.get("/v2.1/acme/widgets", status=410)
+
+
+def test_registry_down_is_503_not_500(tmp_path):
+    app, _, service = build("sqlite:///%s" % (tmp_path / "never-migrated.sqlite"))
+    assert error_code(app.get("/v2.1/acme/widgets", status=503)) == "tenancy.registry-unavailable"
+    assert error_code(app.put_json("/v2.1/acme", {}, status=503)) == "tenancy.registry-unavailable"
+    assert service.calls == 0
+
+
+@pytest.mark.parametrize(
+    ("conf", "fragment"),
+    [
+        ({}, "connection"),
+        ({"connection": "not a url"}, "connection"),
+        ({"connection": "sqlite://", "move_provider": "no.such.module:X"}, "move_provider"),
+        ({"connection": "sqlite://", "move_provider": "builtins:repr"}, "MoveProvider"),
+        ({"connection": "sqlite://", "move_provider": "tests.support.widgets:WidgetService"}, "takes 1"),
+        ({"connection": "sqlite://", "cache_ttl": "-1"}, "cache_ttl"),
+        ({"connection": "sqlite://", "version_pattern": "v("}, "version_pattern"),
+        ({"connection": "sqlite://", "admin_api": "perhaps"}, "admin_api"),
+    ],
+)
+def test_bad_options_fail_at_load(conf, fragment):
+    with pytest.raises(ConfigError) as caught:
+        TenantAdmin(WidgetService(), conf)
+    assert fragment in str(caught.value)
+    assert "tenant_admin" in str(caught.value)
+
+
+def test_provider_factory_by_dotted_path(registry_url):
+    _, admin, service = build(registry_url, move_provider="tests.support.widgets.widget_moves_factory")
+    assert admin.provider.service is service
+
+
+def test_if_match_parsing():
+    assert parse_if_match("*") == ["*"]
+    assert parse_if_match(' "a" ,"b"') == ['"a"', '"b"']
+    for garbage in ("a", '"a', '"a" "b"', '"a",', "W/a", '"a"b"', ""):
+        assert parse_if_match(garbage) is None, garbage
+
+
+# Moves ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_tenants(admin):
+    admin.put_json("/v2.1/src", {"tier": "gold"}, status=201)
+    admin.put_json("/v2.1/dst", {"tier": "gold"}, status=201)
+    admin.put("/v2.1/src/widgets/w1", status=201)
+    admin.put("/v2.1/src/widgets/w2", status=201)
+    return admin
+
+
+def test_move_a_resource_then_301s(two_tenants, registry_url):
+    admin = two_tenants
+    action = admin.get("/v2.1/src/widgets/w1/action/move?dest=dst", status=200)
+    document = action.json["move"]
+    assert document["resource"]["path"] == "widgets/w1"
+    assert document["source"]["id"] == "src"
+    assert document["destination"]["id"] == "dst"
+    moved = admin.post("/v2.1/src/widgets/w1/action/move?dest=dst", headers={"If-Match": action.headers["ETag"]},
+                       status=303)
+    assert moved.headers["Location"] == "http://localhost:80/v2.1/dst/widgets/w1"
+    admin.get("/v2.1/dst/widgets/w1", status=200)
+    old = admin.get("/v2.1/src/widgets/w1?x=1", status=301)
+    assert old.headers["Location"] == "http://localhost:80/v2.1/dst/widgets/w1?x=1"
+    again = admin.post("/v2.1/src/widgets/w1/action/move?dest=dst", status=301)
+    assert again.headers["Location"] == "http://localhost:80/v2.1/dst/widgets/w1/action/move?dest=dst"
+    # Moving it back drops the old record: no redirect loop.
+    admin.post("/v2.1/dst/widgets/w1/action/move?dest=src", status=303)
+    admin.get("/v2.1/src/widgets/w1", status=200)
+    assert admin.get("/v2.1/dst/widgets/w1", status=301).headers["Location"].endswith("/v2.1/src/widgets/w1")
+    assert registry_rows(registry_url)[1] == 1
+
+
+def test_move_errors(two_tenants, registry_url):
+    admin = two_tenants
+    admin.put_json("/v2.1/gone", {}, status=201)
+    admin.delete("/v2.1/gone", status=204)
+    admin.delete("/v2.1/src/widgets/w2", status=204)
+    before = registry_rows(registry_url)
+    base = "/v2.1/src/widgets/w1/action/move"
+    for query, status, code in (
+        ("", 400, "tenancy.move-missing-dest"),
+        ("?other=1", 400, "tenancy.move-missing-dest"),
+        ("?dest=", 400, "tenancy.move-invalid-dest.empty"),
+        ("?dest=" + "a" * 256, 400, "tenancy.move-invalid-dest.too-long"),
+        ("?dest=a%2Fb", 400, "tenancy.move-invalid-dest.slash"),
+        ("?dest=a%00b", 400, "tenancy.move-invalid-dest.control-character"),
+        ("?dest=%FF", 400, "tenancy.move-bad-query"),
+        ("?dest=dst&dest=src", 400, "tenancy.move-repeated-dest"),
+        ("?dest=src", 400, "tenancy.move-same-tenant"),
+        ("?dest=nobody", 404, "tenancy.move-destination-not-found"),
+        ("?dest=gone", 409, "tenancy.move-destination-deleted"),
+    ):
+        for method in ("GET", "POST"):
+            response = admin.request(base + query, method=method, status=status)
+            assert error_code(response) == code, (query, method)
+    assert error_code(admin.post("/v2.1/src/widgets/nope/action/move?dest=dst", status=404)) == \
+        "tenancy.move-resource-not-found"
+    assert error_code(admin.get("/v2.1/src/things/x/action/move?dest=dst", status=404)) == \
+        "tenancy.move-resource-not-found"
+    assert error_code(admin.post("/v2.1/src/widgets/w2/action/move?dest=dst", status=410)) == \
+        "tenancy.move-resource-deleted"
+    assert error_code(admin.get("/v2.1/gone/widgets/w2/action/move?dest=dst", status=410)) == "tenancy.tenant-deleted"
+    for garbage in ("abc", '"unterminated', "W/abc", '"a" "b"'):
+        response = admin.post(base + "?dest=dst", headers={"If-Match": garbage}, status=400)
+        assert error_code(response) == "tenancy.bad-if-match"
+    assert registry_rows(registry_url) == before
+    assert ("src", "w1") in admin.service.widgets
+
+
+def test_conditional_move_412_when_anything_changed(two_tenants):
+    admin = two_tenants
+    url = "/v2.1/src/widgets/w1/action/move?dest=dst"
+    etag = admin.get(url).headers["ETag"]
+    admin.put("/v2.1/src/widgets/w1", status=201)  # the widget changes
+    stale = admin.post(url, headers={"If-Match": etag}, status=412)
+    assert error_code(stale) == "tenancy.move-precondition-failed"
+    assert stale.headers["ETag"] == admin.get(url).headers["ETag"] != etag
+    etag = admin.get(url).headers["ETag"]
+    admin.put_json("/v2.1/dst", {"tier": "bronze"}, status=202)  # the destination changes
+    admin.post(url, headers={"If-Match": etag}, status=412)
+    admin.post(url, headers={"If-Match": 'W/' + admin.get(url).headers["ETag"]}, status=412)
+    admin.post(url, headers={"If-Match": '"x", ' + admin.get(url).headers["ETag"]}, status=303)
+    assert ("dst", "w1") in admin.service.widgets
+
+
+def test_move_refused_by_the_provider(registry_url):
+    app, filter_, service = build(registry_url)
+    app.put_json("/v2.1/src", {}, status=201)
+    app.put_json("/v2.1/full", {}, status=201)
+    app.put("/v2.1/src/widgets/w1", status=201)
+    filter_.provider.refuse_into.add("full")
+    response = app.post("/v2.1/src/widgets/w1/action/move?dest=full", status=403)
+    assert "no more widgets" in response.json["errors"][0]["detail"]
+    assert ("src", "w1") in service.widgets
+
+
+def test_move_a_whole_tenant(two_tenants, registry_url):
+    admin = two_tenants
+    url = "/v2.1/src/action/move?dest=dst"
+    document = admin.get(url).json["move"]
+    assert document["resources"]["count"] == 2
+    assert [r["path"] for r in document["resources"]["list"]] == ["widgets/w1", "widgets/w2"]
+    etag = admin.get(url).headers["ETag"]
+    moved = admin.post(url, headers={"If-Match": etag}, status=303)
+    assert moved.headers["Location"] == "http://localhost:80/v2.1/dst"
+    admin.get("/v2.1/src", status=200)  # the source tenant stays
+    assert admin.get("/v2.1/src/widgets/w2", status=301).headers["Location"].endswith("/v2.1/dst/widgets/w2")
+    assert admin.get(url).json["move"]["resources"]["count"] == 0
+    assert admin.post(url, headers={"If-Match": etag}, status=412)
+    assert registry_rows(registry_url)[1] == 2
+
+
+def test_large_tenant_move_document_carries_a_tag_not_a_list(registry_url):
+    app, _, _ = build(registry_url, move_list_limit=1)
+    app.put_json("/v2.1/src", {}, status=201)
+    app.put_json("/v2.1/dst", {}, status=201)
+    app.put("/v2.1/src/widgets/w1", status=201)
+    app.put("/v2.1/src/widgets/w2", status=201)
+    resources = app.get("/v2.1/src/action/move?dest=dst").json["move"]["resources"]
+    assert resources["count"] == 2
+    assert "list" not in resources
+    assert len(resources["tag"]) == 64
+    etag = app.get("/v2.1/src/action/move?dest=dst").headers["ETag"]
+    app.put("/v2.1/src/widgets/w2", status=201)
+    assert app.get("/v2.1/src/action/move?dest=dst").headers["ETag"] != etag
+
+
+def test_without_a_provider_move_urls_go_to_the_service(registry_url):
+    service = WidgetService()
+    app = webtest.TestApp(TenantPath(TenantAdmin(service, {"connection": registry_url}), {}))
+    app.put_json("/v2.1/src", {}, status=201)
+    app.post("/v2.1/src/widgets/w1/action/move?dest=x", status=404)
+    assert service.calls == 1
+
+
+def test_purge_library_call(admin, registry_url):
+    from datetime import timedelta
+
+    admin.put_json("/v2.1/old", {}, status=201)
+    admin.put_json("/v2.1/keep", {}, status=201)
+    admin.put_json("/v2.1/dst", {}, status=201)
+    admin.put("/v2.1/old/widgets/w1", status=201)
+    admin.post("/v2.1/old/widgets/w1/action/move?dest=dst", status=303)
+    admin.delete("/v2.1/old", status=204)
+    registry = TenantRegistry(registry_url)
+    try:
+        assert registry.purge(timedelta(days=1)).tenants == []
+        dry = registry.purge(timedelta(0), dry_run=True)
+        assert (dry.tenants, dry.moves) == (["old"], 1)
+        report = registry.purge(timedelta(0))
+        assert (report.tenants, report.moves) == (["old"], 1)
+        assert "'old'" in str(report)
+    finally:
+        registry.close()
+    admin.get("/v2.1/old", status=404)
+    admin.put_json("/v2.1/old", {"new": True}, status=201)
+    assert json.loads(json.dumps(admin.get("/v2.1/old").json)) == {"new": True}
+
+
+def test_tenantless_collections_are_neither_checked_nor_admin_calls(registry_url):
+    for admin_api in (True, False):
+        app, _, service = build(registry_url, admin_api=admin_api, tenantless_collections="os-services, os-hypervisors")
+        app.get("/v2.1/os-services", status=404)  # the service's own answer: WidgetService knows no os-services
+        app.put_json("/v2.1/os-hypervisors", {}, status=404)
+        app.get("/v2.1/os-services/7/action/move?dest=x", status=404)
+        assert service.calls == 3
+        app.get("/v2.1/nobody/os-services", status=404)  # a tenant segment before it is still checked
+        assert service.calls == 3
+def test_a_body_shorter_than_its_content_length_is_refused(admin, registry_url):
+    from tests.support.wsgi import make_environ
+
+    environ = make_environ("PUT", "/v2.1/acme", (("Content-Type", "application/json"),), body=b'{"a": 1}')
+    environ["CONTENT_LENGTH"] = "100"
+    response = webtest.TestRequest(environ).get_response(admin.app)
+    assert response.status_int == 400
+    assert "100 bytes" in response.json["errors"][0]["detail"]
+    assert registry_rows(registry_url) == ([], 0)
