@@ -247,7 +247,10 @@ class IdResolver(TenancyMiddleware):
         )
 
     def match(self, environ: dict):
-        """``(resource, id segment)`` of the request, or ``None`` if no route matches.  Raises PathRefused."""
+        """``(resource, id segment, tenant segment)`` of the request, or ``None`` if no route matches.
+
+        The tenant segment is ``None`` when the route matched right after the version.  Raises PathRefused.
+        """
         canonical = canonical_path(environ)
         segments = canonical.segments
         if "" in segments:
@@ -265,7 +268,7 @@ class IdResolver(TenancyMiddleware):
                 for resource in candidates:
                     ident = resource.match(tail)
                     if ident is not None:
-                        return resource, ident
+                        return resource, ident, (rest[0] if skip else None)
         return None
 
     def __call__(self, environ: dict, start_response: Callable):
@@ -275,7 +278,7 @@ class IdResolver(TenancyMiddleware):
             return self.error(environ, start_response, 400, "tenancy.bad-path." + exc.rule, exc.detail)
         if matched is None:
             return self.application(environ, start_response)
-        resource, ident = matched
+        resource, ident, tenant_segment = matched
         if ident in resource.except_words:
             return self.application(environ, start_response)
         try:
@@ -309,8 +312,10 @@ class IdResolver(TenancyMiddleware):
         tenant = None
         if resource.tenant_column is not None:
             tenant = environ.get(TENANT_ID_KEY)
-            if tenant is None:
-                # A tenant-owned resource outside a tenant's URL: nothing of it is visible.
+            if tenant_segment is None or tenant != tenant_segment:
+                # A tenant-owned resource outside a tenant's URL (tenant_path then reads the route's
+                # first segment as the tenant), or a tenant read from another segment than the one the
+                # route follows: nothing of it is visible, never another reading's tenant's record.
                 return self._error(
                     environ, start_response, 404, "tenancy.not-found",
                     "No record has %s %r here: it is found only under its tenant's URL."

@@ -646,3 +646,49 @@ def test_tenant_owned_resource_without_a_tenant_is_not_found(cells):
             helper.resolve("services", 1, by_uuid=False, tenant_column="host")
     finally:
         helper.close()
+
+
+@pytest.fixture
+def owned_by_literal_tenant(tmp_path):
+    """One SQLite cell whose tenant-owned record 4 belongs to a tenant spelled like a route's literal segment."""
+    from tenancy_mw.tenant_path import TenantPath
+
+    url = "sqlite:///%s" % (tmp_path / "owned.sqlite")
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE services (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(64))")
+            conn.exec_driver_sql("INSERT INTO services VALUES (4, '4b9c0f5e-8d43-4a0a-b7f2-7f2d6e0c9a14', 'servers')")
+            conn.exec_driver_sql("INSERT INTO services VALUES (5, '5c1d2e3f-8d43-4a0a-b7f2-7f2d6e0c9a15', 'acme')")
+    finally:
+        engine.dispose()
+    recorder = Recorder()
+    filt = IdResolver(recorder, options({"c1": url}, resources="/servers/{id} services id uuid tenant=host"))
+    app = webtest.TestApp(TenantPath(filt, {}))
+    app.recorder = recorder
+    app.bare = webtest.TestApp(filt)
+    yield app
+    filt.lookup.close()
+
+
+def test_tenant_owned_resource_at_a_url_without_tenant_segment_is_404(owned_by_literal_tenant):
+    # tenant_path reads /v2.1/servers/4 as tenant "servers"; the path has no tenant segment for the
+    # route, so no tenant's record may be picked (least of all the one of a tenant named "servers").
+    app = owned_by_literal_tenant
+    response = app.get("/v2.1/servers/4", expect_errors=True)
+    assert response.status_int == 404, response.text
+    assert response.json["errors"][0]["code"] == "tenancy.not-found"
+    assert app.recorder.seen == []
+    # Under its tenant's URL the same record is found.
+    app.get("/v2.1/servers/servers/4")
+    assert [e["tenancy.resource_id"] for e in app.recorder.seen] == [4]
+
+
+def test_tenant_owned_lookup_uses_the_paths_tenant_segment_not_another_reading(owned_by_literal_tenant):
+    # An earlier filter that read the tenant elsewhere (another version_pattern) must not make the
+    # lookup use a tenant other than the segment the route matched after.
+    app = owned_by_literal_tenant
+    response = app.bare.get("/v2.1/other/servers/5", extra_environ={"tenancy.tenant_id": "acme"},
+                            expect_errors=True)
+    assert response.status_int == 404, response.text
+    assert app.recorder.seen == []
