@@ -88,6 +88,10 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ID_PLACEHOLDER = "{id}"
 _RESOURCE_FORM = "ROUTE TABLE ID_COLUMN UUID_COLUMN [except=WORD,...] [tenant=COLUMN]"
 _VERSION_TEXT = re.compile(r"\s*[0-9]+\s*\.\s*[0-9]+\s*")
+# A requested version, as nova's APIVersionRequest takes it: ASCII digits, no sign, no leading
+# zero.  parse_version_string is int() on each side, which also takes "+2", "5_3", " 53" and
+# Unicode digits: a filter reading 2.53 where the service reads a malformed version.
+_REQUESTED_VERSION = re.compile(r"(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)", re.ASCII)
 
 
 class InvalidId(Refused):
@@ -371,8 +375,11 @@ def requested_version(
 
     *headers* may be a WSGI ``environ`` or its ``HTTP_*`` keys.  Returns
     ``None`` when no header names a version (the service's minimum),
-    *maximum* for ``latest``.  Raises :class:`VersionRefused`: 400 for a
-    malformed version, 406 for one above *maximum* or below *minimum*.
+    *maximum* for ``latest`` (any case).  Raises :class:`VersionRefused`:
+    400 for a malformed version, 406 for one above *maximum* or below
+    *minimum*.  Well-formed is ``X.Y`` in ASCII digits without sign or
+    leading zero, as nova takes it (``2.0`` yes; ``2.053``, ``+2.53``,
+    ``2.5_3``, ``2 . 53``, Unicode digits no), spaces around it allowed.
 
     Example::
 
@@ -384,13 +391,16 @@ def requested_version(
     requested = microversion_parse.get_version(headers, service_type, legacy_headers=list(legacy_headers))
     if requested is None:
         return None
-    if requested.strip().lower() == "latest":
+    requested = requested.strip()
+    if requested.lower() == "latest":
         return maximum
-    try:
-        version = microversion_parse.parse_version_string(requested)
-    except TypeError:
-        version = None
-    if version is None or version.major < 0 or version.minor < 0:
+    version = None
+    if _REQUESTED_VERSION.fullmatch(requested):
+        try:
+            version = microversion_parse.parse_version_string(requested)
+        except TypeError:
+            version = None
+    if version is None:
         raise VersionRefused(
             400,
             "Version %r is not of the form X.Y (for example %s) or 'latest'." % (shorten(requested, 40), maximum),

@@ -210,6 +210,15 @@ def test_integer_id_at_or_above_the_switch_is_400_invalid_uuid(app, resolver, he
         {"OpenStack-API-Version": "compute 2.-1"},
         {LEGACY: "abc"},
         {LEGACY: ""},
+        # int() takes these, so parse_version_string alone would read 2.53 or 0.53 into them.
+        {"OpenStack-API-Version": "compute 2.5_3"},
+        {"OpenStack-API-Version": "compute +2.53"},
+        {"OpenStack-API-Version": "compute 2.+53"},
+        {"OpenStack-API-Version": "compute -0.53"},
+        {"OpenStack-API-Version": "compute 2.\u0665\u0663"},  # ARABIC-INDIC DIGITS FIVE, THREE
+        {"OpenStack-API-Version": "compute 2 . 53"},
+        {"OpenStack-API-Version": "compute 2.053"},  # nova's own reading refuses leading zeros
+        {LEGACY: "2.5_3"},
     ],
 )
 def test_malformed_version_is_400(app, resolver, headers):
