@@ -29,9 +29,11 @@ Timeouts
     connections of its own (``pool_size`` of each, no overflow), so a slow
     cell never delays the others' lookups; a lookup that waited in its
     cell's queue past its asker's deadline is dropped without touching the
-    database, and while more than ``4 * pool_size`` lookups wait for one
-    cell (it stopped answering), further ones count it as not answering at
-    once.
+    database, and while more than ``4 * pool_size`` lookups wait for a cell
+    that has not answered any for ``cell_timeout`` seconds (it stopped
+    answering), further ones count it as not answering at once.  A cell
+    that answers is never refused for being busy: its queue drains, and a
+    lookup that waits past its deadline is a real timeout.
 
 Queries
     Only bound parameters: ``SELECT id, uuid FROM table WHERE id = :ident``
@@ -176,7 +178,8 @@ def driver_timeouts(url: str | sa.URL, timeout: float) -> dict[str, Any]:
 
 
 #: How many lookups may wait for a cell per connection of its pool, beyond
-#: which the cell counts as not answering at once instead of queueing more.
+#: which a cell that has not answered any lookup for ``cell_timeout`` seconds
+#: counts as not answering at once instead of queueing more.
 WAITING_PER_CONNECTION = 4
 
 _TOO_LATE = object()
@@ -190,7 +193,11 @@ class _Cell:
         self.url = url
         self.pool_size = pool_size
         self.max_waiting = pool_size * WAITING_PER_CONNECTION
+        self.timeout = timeout
         self._waiting = 0
+        # When a query of this cell last succeeded: a long queue on a cell that answers is only
+        # busy (each lookup still has its deadline); on one that stopped answering it is shed.
+        self._answered_at = time.monotonic()
         self._lock = threading.Lock()
         self.executor = self._new_executor()
         args: dict[str, Any] = {"connect_args": driver_timeouts(url, timeout)}
@@ -242,7 +249,7 @@ class _Cell:
     def submit(self, statement, params: dict, deadline: float):
         """Queue one lookup on this cell's own threads; ``None`` when the cell is too far behind."""
         with self._lock:
-            if self._waiting >= self.max_waiting:
+            if self._waiting >= self.max_waiting and time.monotonic() - self._answered_at > self.timeout:
                 return None
             self._waiting += 1
         try:
@@ -270,6 +277,7 @@ class _Cell:
                 try:
                     with self.engine.connect() as conn:
                         row = conn.execute(statement, params).mappings().first()
+                    self._answered_at = time.monotonic()
                     return dict(row) if row is not None else None
                 except sa.exc.DBAPIError as exc:
                     if attempt == 1 and exc.connection_invalidated:
@@ -283,6 +291,7 @@ class _Cell:
         # A forked worker must not share its parent's sockets, threads or locks.
         self.engine.dispose(close=False)
         self._waiting = 0
+        self._answered_at = time.monotonic()
         self._lock = threading.Lock()
         self.executor = self._new_executor()
 

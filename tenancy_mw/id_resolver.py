@@ -167,8 +167,8 @@ OPTS = [
         default=5,
         min=1,
         help="Connections (and threads) per cell database: the most lookups a cell runs at once. More wait "
-        "in the cell's own queue, within cell_timeout; beyond 4 waiting per connection the cell counts as "
-        "not answering at once.",
+        "in the cell's own queue, within cell_timeout; beyond 4 waiting per connection, a cell that has not "
+        "answered any lookup for cell_timeout seconds counts as not answering at once.",
     ),
     cfg.IntOpt(
         "pool_recycle",

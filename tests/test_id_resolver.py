@@ -701,3 +701,55 @@ def test_tenant_owned_lookup_uses_the_paths_tenant_segment_not_another_reading(o
                             expect_errors=True)
     assert response.status_int == 404, response.text
     assert app.recorder.seen == []
+
+
+def _statuses_of_concurrent_gets(filt: IdResolver, path: str, clients: int) -> list[int]:
+    app = webtest.TestApp(filt)
+    barrier = threading.Barrier(clients)
+    statuses: list = []
+
+    def client():
+        barrier.wait()
+        statuses.append(app.get(path, expect_errors=True).status_int)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return statuses
+
+
+def test_a_burst_on_a_busy_but_answering_cell_is_served_not_503(tmp_path):
+    # 30 lookups at once on a cell of 2 connections, 20 ms a query: all are answered well within
+    # cell_timeout, so none may be told the cell "did not answer in time".
+    url = "sqlite:///%s" % (tmp_path / "busy.sqlite")
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE services (id INTEGER PRIMARY KEY, uuid VARCHAR(36))")
+            conn.exec_driver_sql("INSERT INTO services VALUES (3, NULL)")
+    finally:
+        engine.dispose()
+    filt = IdResolver(Recorder(), options({"busy": url}, cell_timeout="10", pool_size="2"))
+    sa.event.listen(filt.lookup.engines["busy"], "before_cursor_execute", lambda *_: time.sleep(0.02))
+    try:
+        assert _statuses_of_concurrent_gets(filt, "/v2.1/os-services/3", 30) == [200] * 30
+        wait_idle(filt.lookup)
+    finally:
+        filt.lookup.close()
+
+
+def test_a_hung_cell_with_a_full_queue_is_counted_as_not_answering_at_once(cells, caplog):
+    with silent_server() as port:
+        conf = {"c-sqlite": cells["c-sqlite"], "hung": "mysql+pymysql://root:@127.0.0.1:%d/test" % port}
+        filt = IdResolver(Recorder(), options(conf, cell_timeout="0.5", pool_size="1"))
+        try:
+            time.sleep(0.6)  # the hung cell has not answered for longer than cell_timeout
+            # 1 connection, 4 waiting at most: the other 4 lookups do not queue behind a hung cell.
+            assert _statuses_of_concurrent_gets(filt, "/v2.1/os-services/3", 8) == [503] * 8
+            shed = [r for r in caplog.records if "counted as not answering" in r.getMessage()]
+            assert len(shed) >= 3, [r.getMessage() for r in caplog.records]
+            wait_idle(filt.lookup, timeout=10)
+        finally:
+            filt.lookup.close()
