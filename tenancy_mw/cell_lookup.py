@@ -63,6 +63,7 @@ import math
 import os
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -73,7 +74,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from tenancy_mw import sql
-from tenancy_mw.cell_ids import InvalidId, parse_cells, parse_integer_id, parse_uuid
+from tenancy_mw.cell_ids import MAX_INTEGER_ID, InvalidId, parse_cells, parse_integer_id, parse_uuid
 
 __all__ = [
     "AmbiguousId",
@@ -85,9 +86,30 @@ __all__ = [
     "RecordNotFound",
     "Resolved",
     "driver_timeouts",
+    "error_summary",
 ]
 
 LOG = logging.getLogger(__name__)
+
+
+def error_summary(exc: BaseException) -> str:
+    """The first line of *exc*'s message (of the driver's error under a SQLAlchemy one), for logs and reports.
+
+    Never empty: an exception without a message is named by its type.
+
+    Example::
+
+        >>> error_summary(RuntimeError())
+        'RuntimeError'
+        >>> error_summary(ValueError("bad\\nmore"))
+        'bad'
+    """
+    orig = getattr(exc, "orig", None)
+    for source in (orig, exc) if orig is not None else (exc,):
+        lines = str(source).strip().splitlines()
+        if lines and lines[0].strip():
+            return lines[0].strip()
+    return type(orig if orig is not None else exc).__name__
 
 
 class ResolveError(Exception):
@@ -408,7 +430,7 @@ class CellLookup:
                 try:
                     row = future.result()
                 except Exception as exc:  # noqa: BLE001 - any failure of a cell is "did not answer"
-                    LOG.warning("cell %s did not answer: %s", cell.name, str(exc).strip().splitlines()[0])
+                    LOG.warning("cell %s did not answer: %s", cell.name, error_summary(exc))
                     found.unanswered.append(cell.name)
                     continue
                 if row is _TOO_LATE:
@@ -443,17 +465,30 @@ class CellLookup:
     ) -> Resolved:
         """The one cell and full row of *ident* in *table*, by the rules of the module doc.
 
-        *ident* is a uuid (``by_uuid=True``, any case, hyphenated) or an
-        integer id, as an ``int`` or its decimal text.  With *tenant_column*,
+        *ident* is a uuid (``by_uuid=True``, any case, hyphenated, or a
+        ``uuid.UUID``) or an integer id, as an ``int`` (0 to 2**63 - 1) or
+        its decimal text.  With *tenant_column*,
         only *tenant*'s rows count (another tenant's record is "not found").
         Raises
         :class:`~tenancy_mw.cell_ids.InvalidId`, :class:`RecordNotFound`,
         :class:`AmbiguousId` or :class:`CellsUnavailable`.
         """
+        if isinstance(ident, uuid.UUID):
+            ident = str(ident)
         if by_uuid:
             key: int | str = parse_uuid(ident)
+        elif isinstance(ident, int) and not isinstance(ident, bool):
+            # The filter's bounds: no row has a negative id or one beyond BIGINT, and asking for one
+            # would make a cell fail (SQLite cannot bind it) and look down.
+            if not 0 <= ident <= MAX_INTEGER_ID:
+                raise InvalidId(
+                    "integer-too-large" if ident > 0 else "not-an-integer",
+                    "Invalid id %d: ids are integers from 0 to %d." % (ident, MAX_INTEGER_ID),
+                    ident,
+                )
+            key = ident
         else:
-            key = ident if isinstance(ident, int) and not isinstance(ident, bool) else parse_integer_id(str(ident))
+            key = parse_integer_id(str(ident))
         if tenant_column is not None and not isinstance(tenant, str):
             raise ValueError("a tenant-owned lookup needs the tenant id, not %r" % (tenant,))
         found = self.find_id(

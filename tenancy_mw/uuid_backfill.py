@@ -56,6 +56,7 @@ import sqlalchemy as sa
 
 from tenancy_mw import sql
 from tenancy_mw.cell_ids import SpecError, check_names, parse_cells
+from tenancy_mw.cell_lookup import error_summary
 
 __all__ = ["CELLS_ENV", "BackfillResult", "backfill_table", "backfill_uuids", "register"]
 
@@ -167,7 +168,7 @@ def backfill_uuids(
                 engine, table, id_column=id_column, uuid_column=uuid_column, batch_size=batch_size
             )
         except sa.exc.SQLAlchemyError as exc:
-            result.error = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+            result.error = error_summary(exc)
             LOG.warning("backfill of %s in cell %s failed: %s", table, name, result.error)
         finally:
             engine.dispose()

@@ -753,3 +753,36 @@ def test_a_hung_cell_with_a_full_queue_is_counted_as_not_answering_at_once(cells
             wait_idle(filt.lookup, timeout=10)
         finally:
             filt.lookup.close()
+
+
+@pytest.mark.parametrize("ident", [-3, 2**63, 2**70, True])
+def test_helper_refuses_an_integer_id_no_record_can_have_as_the_filter_does(lookup, ident):
+    # The filter refuses these before any query (400); the helper must not ask the cells either
+    # (SQLite cannot even bind 2**70: that cell would look down).
+    from tenancy_mw.cell_ids import InvalidId
+
+    with pytest.raises(InvalidId):
+        lookup.resolve("services", ident, by_uuid=False)
+
+
+def test_helper_takes_a_uuid_object(lookup):
+    import uuid
+
+    found = lookup.resolve("services", uuid.UUID(row_uuid("c-pg", "services", 4)), by_uuid=True)
+    assert (found.cell, found.row["id"]) == ("c-pg", 4)
+
+
+def test_a_cell_failing_with_an_empty_message_is_503_not_500(tmp_path):
+    url = "sqlite:///%s" % (tmp_path / "failing.sqlite")
+    filt = IdResolver(Recorder(), options({"failing": url}))
+
+    def fail(*_args):
+        raise RuntimeError()  # no message at all
+
+    sa.event.listen(filt.lookup.engines["failing"], "before_cursor_execute", fail)
+    try:
+        response = webtest.TestApp(filt).get("/v2.1/os-services/3", expect_errors=True)
+        assert response.status_int == 503, response.text
+        assert response.json["errors"][0]["code"] == "tenancy.cells-unavailable"
+    finally:
+        filt.lookup.close()

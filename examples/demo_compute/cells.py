@@ -31,6 +31,7 @@ import sqlalchemy as sa
 from demo_compute.storage import absolute_sqlite_url
 from tenancy_mw import sql
 from tenancy_mw.cell_ids import parse_cells
+from tenancy_mw.cell_lookup import error_summary
 from tenancy_mw.id_resolver import IdResolver
 from tenancy_mw.uuid_backfill import backfill_uuids
 
@@ -131,7 +132,7 @@ class DemoCells:
                 if position < len(SAMPLE):
                     self._seed(engine, SAMPLE[position])
             except sa.exc.DBAPIError as exc:
-                LOG.warning("demo cell %s cannot be prepared now: %s", name, str(exc.orig).strip().splitlines()[0])
+                LOG.warning("demo cell %s cannot be prepared now: %s", name, error_summary(exc))
                 continue
             for table in ("services", "compute_nodes"):
                 (result,) = backfill_uuids({name: self.urls[name]}, table)
@@ -187,7 +188,7 @@ class DemoCells:
                     rows.extend((name, dict(row)) for row in conn.execute(statement).mappings())
             except sa.exc.DBAPIError as exc:
                 # As nova's list calls do: the cells that answered are listed.
-                LOG.warning("demo cell %s left out of a list: %s", name, str(exc.orig).strip().splitlines()[0])
+                LOG.warning("demo cell %s left out of a list: %s", name, error_summary(exc))
         return rows
 
     def services(self, host: str | None = None, binary: str | None = None) -> list[tuple[str, dict]]:
