@@ -657,20 +657,27 @@ def test_tenant_owned_resource_without_a_tenant_is_not_found(cells):
         helper.close()
 
 
+def sqlite_cell(path, *rows: tuple) -> str:
+    """The URL of a new SQLite cell at *path* whose ``services (id, uuid, host)`` holds *rows*."""
+    url = "sqlite:///%s" % path
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE services (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(64))")
+            for row in rows:
+                conn.exec_driver_sql("INSERT INTO services VALUES (?, ?, ?)", row)
+    finally:
+        engine.dispose()
+    return url
+
+
 @pytest.fixture
 def owned_by_literal_tenant(tmp_path):
     """One SQLite cell whose tenant-owned record 4 belongs to a tenant spelled like a route's literal segment."""
     from tenancy_mw.tenant_path import TenantPath
 
-    url = "sqlite:///%s" % (tmp_path / "owned.sqlite")
-    engine = sa.create_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.exec_driver_sql("CREATE TABLE services (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(64))")
-            conn.exec_driver_sql("INSERT INTO services VALUES (4, '4b9c0f5e-8d43-4a0a-b7f2-7f2d6e0c9a14', 'servers')")
-            conn.exec_driver_sql("INSERT INTO services VALUES (5, '5c1d2e3f-8d43-4a0a-b7f2-7f2d6e0c9a15', 'acme')")
-    finally:
-        engine.dispose()
+    url = sqlite_cell(tmp_path / "owned.sqlite", (4, "4b9c0f5e-8d43-4a0a-b7f2-7f2d6e0c9a14", "servers"),
+                      (5, "5c1d2e3f-8d43-4a0a-b7f2-7f2d6e0c9a15", "acme"))
     recorder = Recorder()
     filt = IdResolver(recorder, options({"c1": url}, resources="/servers/{id} services id uuid tenant=host"))
     app = webtest.TestApp(TenantPath(filt, {}))
@@ -723,14 +730,7 @@ def _statuses_of_concurrent_gets(filt: IdResolver, path: str, clients: int) -> l
 def test_a_burst_on_a_busy_but_answering_cell_is_served_not_503(tmp_path):
     # 30 lookups at once on a cell of 2 connections, 20 ms a query: all are answered well within
     # cell_timeout, so none may be told the cell "did not answer in time".
-    url = "sqlite:///%s" % (tmp_path / "busy.sqlite")
-    engine = sa.create_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.exec_driver_sql("CREATE TABLE services (id INTEGER PRIMARY KEY, uuid VARCHAR(36))")
-            conn.exec_driver_sql("INSERT INTO services VALUES (3, NULL)")
-    finally:
-        engine.dispose()
+    url = sqlite_cell(tmp_path / "busy.sqlite", (3, None, "compute3"))
     filt = IdResolver(Recorder(), options({"busy": url}, cell_timeout="10", pool_size="2"))
     sa.event.listen(filt.lookup.engines["busy"], "before_cursor_execute", lambda *_: time.sleep(0.02))
     try:
