@@ -82,6 +82,7 @@ __all__ = [
     "CellsUnavailable",
     "Found",
     "InvalidId",
+    "MAX_CELL_TIMEOUT",
     "ResolveError",
     "RecordNotFound",
     "Resolved",
@@ -198,6 +199,11 @@ def driver_timeouts(url: str | sa.URL, timeout: float) -> dict[str, Any]:
         return {"timeout": timeout}
     return {}
 
+
+#: The longest ``cell_timeout``, in seconds.  It is handed to the drivers (libpq keepalive idle
+#: time, TCP_USER_TIMEOUT, statement timeouts), which refuse values far beyond it (Linux takes
+#: at most 32767 s of keepalive idle time): a larger one would make every lookup fail.
+MAX_CELL_TIMEOUT = 600.0
 
 #: How many lookups may wait for a cell per connection of its pool, beyond
 #: which a cell that has not answered any lookup for ``cell_timeout`` seconds
@@ -361,8 +367,8 @@ class CellLookup:
         pool_size: int = 5,
         pool_recycle: int = 600,
     ) -> None:
-        if cell_timeout <= 0:
-            raise ValueError("cell_timeout must be positive, not %r" % (cell_timeout,))
+        if not 0 < cell_timeout <= MAX_CELL_TIMEOUT:
+            raise ValueError("cell_timeout must be above 0 and at most %g s, not %r" % (MAX_CELL_TIMEOUT, cell_timeout))
         if pool_size < 1:
             raise ValueError("pool_size must be at least 1, not %r" % (pool_size,))
         self.cell_timeout = cell_timeout

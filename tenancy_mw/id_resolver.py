@@ -95,7 +95,14 @@ from tenancy_mw.cell_ids import (
     parse_version,
     requested_version,
 )
-from tenancy_mw.cell_lookup import AmbiguousId, CellLookup, CellsUnavailable, RecordNotFound, outcome
+from tenancy_mw.cell_lookup import (
+    MAX_CELL_TIMEOUT,
+    AmbiguousId,
+    CellLookup,
+    CellsUnavailable,
+    RecordNotFound,
+    outcome,
+)
 from tenancy_mw.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN, find_version
 from tenancy_mw.tenant_path import TENANT_ID_KEY, header_environ_key
@@ -159,6 +166,7 @@ OPTS = [
         "cell_timeout",
         default=2.0,
         min=0.01,
+        max=MAX_CELL_TIMEOUT,
         help="Seconds each cell has to answer a lookup (connecting included). A cell that does not answer "
         "in time makes the answer 503 wherever it could change it.",
     ),

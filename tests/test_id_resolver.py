@@ -527,6 +527,8 @@ def test_helper_with_an_unreachable_cell_raises_cells_unavailable(cells):
         ("min_microversion", "2.60", "below uuid_microversion"),
         ("legacy_version_header", "X Nova", "header name"),
         ("cell_timeout", "0", "cell_timeout"),
+        # Beyond what the drivers take (Linux TCP_KEEPIDLE: 32767 s): every lookup would fail as "down".
+        ("cell_timeout", "40000", "cell_timeout"),
         ("pool_size", "0", "pool_size"),
         ("version_pattern", "v(", "version_pattern"),
     ],
@@ -538,6 +540,11 @@ def test_bad_options_fail_at_load_naming_the_option(option, value, message):
         IdResolver(Recorder(), conf)
     assert option in str(error.value)
     assert message in str(error.value)
+
+
+def test_helper_refuses_a_cell_timeout_the_drivers_cannot_take():
+    with pytest.raises(ValueError, match="cell_timeout"):
+        CellLookup({"c1": "sqlite://"}, cell_timeout=40000)
 
 
 def test_cell_passwords_are_not_shown_in_config_errors():
