@@ -161,14 +161,16 @@ def parse_integer_id(text: str) -> int:
             % shorten(str(text)),
             text,
         )
-    # Bounded before int(): a million digits must not cost a conversion.
-    if len(text.lstrip("0")) > 19 or int(text) > MAX_INTEGER_ID:
+    # Bounded before int(): a million digits must not cost a conversion.  The leading zeros go
+    # too: int() refuses more than 4300 digits, zeros included.
+    digits = text.lstrip("0") or "0"
+    if len(digits) > 19 or int(digits) > MAX_INTEGER_ID:
         raise InvalidId(
             "integer-too-large",
             "Invalid id %r: larger than %d, the largest id there can be." % (shorten(text), MAX_INTEGER_ID),
             text,
         )
-    return int(text)
+    return int(digits)
 
 
 def parse_cells(spec: str | Iterable[str] | Mapping[str, str]) -> dict[str, str]:

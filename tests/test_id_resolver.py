@@ -345,6 +345,12 @@ def test_leading_zeros_name_the_same_integer(app, resolver):
     assert seen(resolver)["tenancy.resource_id"] == 4
 
 
+def test_leading_zeros_beyond_pythons_digit_limit_are_not_a_500(app, resolver):
+    # int() refuses strings of more than 4300 digits; a server with long request lines lets them in.
+    app.get("/v2.1/os-services/" + "0" * 5000 + "4")
+    assert seen(resolver)["tenancy.resource_id"] == 4
+
+
 def test_tables_are_intact_after_the_bad_ids(cells, app):
     for bad in BAD_IDS:
         from urllib.parse import quote
