@@ -328,6 +328,23 @@ class _Cell:
         self.engine.dispose()
 
 
+#: The label of a tenant-owned row's owner column in a lookup's result.
+_OWNER_LABEL = "tenancy_mw_owner"
+
+
+def _same_tenant(owner: object, tenant: str) -> bool:
+    """Whether *owner*, a row's tenant column, is exactly *tenant*.
+
+    The SQL comparison alone is not enough: MariaDB/MySQL's default collations ignore case and
+    trailing spaces, so ``WHERE project_id = 'ACME '`` finds tenant ``acme``'s rows.
+    """
+    if isinstance(owner, bytes):
+        owner = owner.decode("utf-8", "replace")
+    elif not isinstance(owner, str):
+        owner = str(owner)
+    return owner == tenant
+
+
 class _Statements:
     """The two lookups of one table, built once."""
 
@@ -342,7 +359,9 @@ class _Statements:
         id_col, uuid_col = tbl.c[id_column], tbl.c[uuid_column]
         base = sa.select(sa.text("*")).select_from(tbl) if all_columns else sa.select(id_col, uuid_col)
         if tenant_column is not None:
-            # A tenant-owned resource: another tenant's rows are not there at all.
+            # A tenant-owned resource: another tenant's rows are not there at all.  The owner is
+            # fetched too, to be compared exactly (see _same_tenant).
+            base = base.add_columns(tbl.c[tenant_column].label(_OWNER_LABEL))
             base = base.where(tbl.c[tenant_column] == sa.bindparam("tenant", type_=sa.String()))
         self.by_id = base.where(id_col == sa.bindparam("ident", type_=sa.BigInteger())).limit(2)
         self.by_uuid = base.where(uuid_col == sa.bindparam("ident", type_=sa.String(36))).limit(2)
@@ -410,11 +429,12 @@ class CellLookup:
                 )
         return found
 
-    def find(self, statement, params: dict, *, stop_at_first: bool = False) -> Found:
+    def find(self, statement, params: dict, *, stop_at_first: bool = False, accept=None) -> Found:
         """Run *statement* with *params* (``{"ident": ...}``) in every cell at once.
 
         Waits at most ``cell_timeout`` seconds.  With *stop_at_first*, returns
-        as soon as one cell has a row.
+        as soon as one cell has a row.  With *accept*, a row it returns false
+        for counts as no row.
         """
         found = Found()
         pending = {}
@@ -441,7 +461,7 @@ class CellLookup:
                     continue
                 if row is _TOO_LATE:
                     found.unanswered.append(cell.name)
-                elif row is not None:
+                elif row is not None and (accept is None or accept(row)):
                     found.matches.append((cell.name, row))
             if stop_at_first and found.matches:
                 found.complete = not pending
@@ -457,13 +477,22 @@ class CellLookup:
     ) -> Found:
         """:meth:`find` for one table's integer id or (already checked, lower-case) uuid.
 
-        With *tenant_column*, only rows whose column holds *tenant* count.
+        With *tenant_column*, only rows whose column holds exactly *tenant*
+        count (compared in Python too: a case-insensitive or PAD SPACE
+        collation does not make ``ACME`` the owner of ``acme``'s rows).
         """
         statements = self.statements(table, id_column, uuid_column, all_columns, tenant_column)
-        params = {"ident": ident} if tenant_column is None else {"ident": ident, "tenant": tenant}
+        if tenant_column is None:
+            params, accept = {"ident": ident}, None
+        else:
+            params = {"ident": ident, "tenant": tenant}
+
+            def accept(row: dict) -> bool:
+                return _same_tenant(row.pop(_OWNER_LABEL), tenant)
+
         if by_uuid:
-            return self.find(statements.by_uuid, params, stop_at_first=True)
-        return self.find(statements.by_id, params)
+            return self.find(statements.by_uuid, params, stop_at_first=True, accept=accept)
+        return self.find(statements.by_id, params, accept=accept)
 
     def resolve(
         self, table: str, ident: int | str, *, by_uuid: bool, id_column: str = "id", uuid_column: str = "uuid",

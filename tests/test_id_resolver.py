@@ -799,3 +799,23 @@ def test_a_cell_failing_with_an_empty_message_is_503_not_500(tmp_path):
         assert response.json["errors"][0]["code"] == "tenancy.cells-unavailable"
     finally:
         filt.lookup.close()
+
+
+@pytest.mark.parametrize("tenant", ["C-MARIA-5", "c-maria-5 ", "C-PG-4", "C-SQLITE-3"])
+def test_a_tenant_spelled_otherwise_does_not_see_the_record(owned, tenant):
+    # Case and trailing spaces make another tenant id; a case-insensitive or PAD SPACE column
+    # collation (MariaDB's defaults) must not let "C-MARIA-5" or "c-maria-5 " see c-maria-5's record.
+    from urllib.parse import quote
+
+    owned.recorder.seen.clear()
+    ident = tenant.strip().rsplit("-", 1)[1]
+    response = owned.get("/v2.1/%s/servers/%s" % (quote(tenant), ident), expect_errors=True)
+    assert response.status_int == 404, response.text
+    assert owned.recorder.seen == []
+
+
+def test_helper_compares_the_tenant_exactly_too(lookup):
+    with pytest.raises(RecordNotFound):
+        lookup.resolve("services", 5, by_uuid=False, tenant_column="host", tenant="C-MARIA-5")
+    found = lookup.resolve("services", 5, by_uuid=False, tenant_column="host", tenant="c-maria-5")
+    assert found.row == {"id": 5, "uuid": row_uuid("c-maria", "services", 5), "host": "c-maria-5"}
