@@ -327,7 +327,7 @@ class IdResolver(TenancyMiddleware):
                 return self._error(
                     environ, start_response, 404, "tenancy.not-found",
                     "No record has %s %r here: it is found only under its tenant's URL."
-                    % ("uuid" if by_uuid else "id", ident),
+                    % ("uuid" if by_uuid else "id", shorten(ident)),
                 )
         found = self.lookup.find_id(
             resource.table, key, by_uuid=by_uuid, id_column=resource.id_column, uuid_column=resource.uuid_column,
@@ -338,7 +338,7 @@ class IdResolver(TenancyMiddleware):
         except RecordNotFound:
             return self._error(
                 environ, start_response, 404, "tenancy.not-found",
-                "No record has %s %r." % ("uuid" if by_uuid else "id", ident),
+                "No record has %s %r." % ("uuid" if by_uuid else "id", shorten(ident)),
             )
         except AmbiguousId as exc:
             LOG.warning("id_resolver: %s id %s is in cells %s", resource.table, key, ", ".join(exc.cells))

@@ -819,3 +819,12 @@ def test_helper_compares_the_tenant_exactly_too(lookup):
         lookup.resolve("services", 5, by_uuid=False, tenant_column="host", tenant="C-MARIA-5")
     found = lookup.resolve("services", 5, by_uuid=False, tenant_column="host", tenant="c-maria-5")
     assert found.row == {"id": 5, "uuid": row_uuid("c-maria", "services", 5), "host": "c-maria-5"}
+
+
+def test_a_long_id_is_not_echoed_whole(app):
+    # 5000 leading zeros name id 77, which no cell has: the 404 names the id without the whole text.
+    response = app.get("/v2.1/os-services/" + "0" * 5000 + "77", expect_errors=True)
+    assert response.status_int == 404
+    detail = response.json["errors"][0]["detail"]
+    assert len(detail) < 300, len(detail)
+    assert "5002 characters" in detail
