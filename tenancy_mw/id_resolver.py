@@ -46,7 +46,8 @@ Versions
     either way below the switch), ``latest`` means ``max_microversion``.  A
     malformed version is ``400``; one above ``max_microversion`` (or below
     ``min_microversion``) is ``406``, as nova answers.  Every answer of this
-    filter carries ``Vary`` on the version headers.
+    filter about an id carries ``Vary`` on the version headers (a path with
+    no canonical form is refused whatever its version, without it).
 
 Usage in ``api-paste.ini``::
 
