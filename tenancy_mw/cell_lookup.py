@@ -408,6 +408,8 @@ class CellLookup:
         return [cell.name for cell in self._cells]
 
     def _after_fork(self) -> None:
+        # A lock another thread held at fork() stays held in the child, which has no such thread.
+        self._statements_lock = threading.Lock()
         for cell in self._cells:
             cell.after_fork()
 

@@ -828,3 +828,33 @@ def test_a_long_id_is_not_echoed_whole(app):
     detail = response.json["errors"][0]["detail"]
     assert len(detail) < 300, len(detail)
     assert "5002 characters" in detail
+
+
+def test_a_fork_while_another_thread_builds_statements_does_not_deadlock_the_child():
+    # A thread of the parent holds the statements lock at fork(); the child has no such thread, so
+    # it must not inherit the lock held.
+    import os
+    import signal
+
+    lookup = CellLookup({"c1": "sqlite://"}, cell_timeout=1)
+    try:
+        with lookup._statements_lock:
+            pid = os.fork()
+            if pid == 0:  # the child: a table never asked for before needs the lock
+                try:
+                    lookup.statements("compute_nodes")
+                finally:
+                    os._exit(0)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hangs on the statements lock")
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        lookup.close()
