@@ -87,30 +87,9 @@ __all__ = [
     "RecordNotFound",
     "Resolved",
     "driver_timeouts",
-    "error_summary",
 ]
 
 LOG = logging.getLogger(__name__)
-
-
-def error_summary(exc: BaseException) -> str:
-    """The first line of *exc*'s message (of the driver's error under a SQLAlchemy one), for logs and reports.
-
-    Never empty: an exception without a message is named by its type.
-
-    Example::
-
-        >>> error_summary(RuntimeError())
-        'RuntimeError'
-        >>> error_summary(ValueError("bad\\nmore"))
-        'bad'
-    """
-    orig = getattr(exc, "orig", None)
-    for source in (orig, exc) if orig is not None else (exc,):
-        lines = str(source).strip().splitlines()
-        if lines and lines[0].strip():
-            return lines[0].strip()
-    return type(orig if orig is not None else exc).__name__
 
 
 class ResolveError(Exception):
@@ -458,7 +437,7 @@ class CellLookup:
                 try:
                     row = future.result()
                 except Exception as exc:  # noqa: BLE001 - any failure of a cell is "did not answer"
-                    LOG.warning("cell %s did not answer: %s", cell.name, error_summary(exc))
+                    LOG.warning("cell %s did not answer: %s", cell.name, sql.error_summary(exc))
                     found.unanswered.append(cell.name)
                     continue
                 if row is _TOO_LATE:

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from tenancy_mw import migrations
+from tenancy_mw import migrations, sql
 
 __all__ = ["DATABASE_URL_ENV", "VERB_MODULES", "CommandError", "add_url_argument", "build_parser", "main"]
 
@@ -156,8 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1 if isinstance(exc, CommandError) else 2
     except sa.exc.SQLAlchemyError as exc:
         # One line: the database's own message, without SQLAlchemy's traceback.
-        message = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        print("tenancy-mw-manage: database error: %s" % message, file=sys.stderr)
+        print("tenancy-mw-manage: database error: %s" % sql.error_summary(exc), file=sys.stderr)
         return 1
     except OSError as exc:
         # A SQLite file whose folder cannot be made or read, say.

@@ -42,7 +42,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import URL, make_url
 
-__all__ = ["EXACT_COLLATIONS", "ExactString", "create_engine", "is_mysql", "table_options"]
+__all__ = ["EXACT_COLLATIONS", "ExactString", "create_engine", "error_summary", "is_mysql", "table_options"]
 
 MARIADB_EXACT_COLLATION = "utf8mb4_nopad_bin"
 MYSQL_EXACT_COLLATION = "utf8mb4_0900_bin"
@@ -128,3 +128,23 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA synchronous = NORMAL")
     finally:
         cursor.close()
+
+
+def error_summary(exc: BaseException) -> str:
+    """The first line of *exc*'s message (of the driver's error under a SQLAlchemy one), for logs and reports.
+
+    Never empty: an exception without a message is named by its type.
+
+    Example::
+
+        >>> error_summary(RuntimeError())
+        'RuntimeError'
+        >>> error_summary(ValueError("bad\\nmore"))
+        'bad'
+    """
+    orig = getattr(exc, "orig", None)
+    for source in (orig, exc) if orig is not None else (exc,):
+        lines = str(source).strip().splitlines()
+        if lines and lines[0].strip():
+            return lines[0].strip()
+    return type(orig if orig is not None else exc).__name__

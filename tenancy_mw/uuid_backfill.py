@@ -56,7 +56,7 @@ import sqlalchemy as sa
 
 from tenancy_mw import sql
 from tenancy_mw.cell_ids import SpecError, check_names, parse_cells
-from tenancy_mw.cell_lookup import error_summary
+from tenancy_mw.sql import error_summary
 
 __all__ = ["CELLS_ENV", "BackfillResult", "backfill_table", "backfill_uuids", "register"]
 

@@ -31,8 +31,8 @@ import sqlalchemy as sa
 from demo_compute.storage import absolute_sqlite_url
 from tenancy_mw import sql
 from tenancy_mw.cell_ids import parse_cells
-from tenancy_mw.cell_lookup import error_summary
 from tenancy_mw.id_resolver import IdResolver
+from tenancy_mw.sql import error_summary
 from tenancy_mw.uuid_backfill import backfill_uuids
 
 __all__ = ["CELLS_ENV", "DemoCells", "cells_setting", "id_resolver_factory"]
