@@ -336,6 +336,7 @@ class TenantAdmin(TenancyMiddleware):
         self.list_limit = options.move_list_limit
         self.redirect_moved = options.redirect_moved
         self.tenantless = frozenset(name.strip() for name in options.tenantless_collections if name.strip())
+        self._warned_disagreement = False
         self.provider: MoveProvider | None = None
         if options.move_provider and self.admin_api:
             try:
@@ -350,6 +351,10 @@ class TenantAdmin(TenancyMiddleware):
         if tenant_id is None or self.admin_api or tenant_id in self.tenantless:
             return self._route(environ, start_response)
         # The public endpoint's hot path: tenant_path found the tenant.
+        return self._serve_tenant(environ, start_response, tenant_id)
+
+    def _serve_tenant(self, environ: dict, start_response: Callable, tenant_id: str):
+        """Pass a request under *tenant_id* on to the service if the tenant is active (no admin call)."""
         if self.check_state:
             entry = self._entries.get(tenant_id)
             if entry is not None and entry[1] > time.monotonic():
@@ -373,6 +378,20 @@ class TenantAdmin(TenancyMiddleware):
             # tenant_path answers these first; this is for a pipeline without it.
             return self.error(environ, start_response, 400, "tenancy.bad-path." + exc.rule, exc.detail)
         index = tenant_segment_index(canonical, self.version_re, canonical.prefix_length)
+        found = environ.get(TENANT_ID_KEY)
+        if found is not None and (index < 0 or canonical.segments[index] != found):
+            # tenant_path found another tenant segment (its own version_pattern,
+            # or a filter between the two rewrote the path).  The service acts on
+            # the tenant tenant_path handed on, so that one is checked; no admin
+            # call is answered on a path whose tenant the two filters disagree on.
+            if not self._warned_disagreement:
+                self._warned_disagreement = True
+                LOG.warning("tenant_admin: tenant_path found tenant %r in %r, where this filter finds %s; keep "
+                            "their version_pattern equal and rewrite no path between them", shorten(found),
+                            shorten(str(canonical)), "none" if index < 0 else repr(canonical.segments[index]))
+            if found in self.tenantless:
+                return self.application(environ, start_response)
+            return self._serve_tenant(environ, start_response, found)
         if index < 0:
             return self.application(environ, start_response)
         tenant_id = canonical.segments[index]

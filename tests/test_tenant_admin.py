@@ -483,3 +483,32 @@ def test_a_body_shorter_than_its_content_length_is_refused(admin, registry_url):
     assert response.status_int == 400
     assert "100 bytes" in response.json["errors"][0]["detail"]
     assert registry_rows(registry_url) == ([], 0)
+
+
+def _strip_version(app):
+    """A filter that rewrites /v2.1/t/... to /t/... (as a mount or rewrite between the two filters might)."""
+    def rewrite(environ, start_response):
+        environ["PATH_INFO"] = environ["PATH_INFO"].replace("/v2.1", "", 1)
+        return app(environ, start_response)
+    return rewrite
+
+
+@pytest.mark.parametrize("pipeline", ["rewrite between", "other version pattern"])
+def test_the_tenant_the_service_gets_is_the_one_checked(registry_url, pipeline):
+    # The admin endpoint's filter: whatever it makes of the path, the tenant
+    # tenant_path handed on (environ['tenancy.tenant_id']) is the one checked.
+    service = WidgetService()
+    admin = TenantAdmin(service, {"connection": registry_url})
+    if pipeline == "rewrite between":
+        app, version = webtest.TestApp(TenantPath(_strip_version(admin), {})), "v2.1"
+    else:
+        app, version = webtest.TestApp(TenantPath(admin, {"version_pattern": r"v[0-9.]+|latest"})), "latest"
+    admin.registry.put("acme", {})
+    admin.registry.put("gone", {})
+    admin.registry.delete("gone")
+    assert error_code(app.get("/%s/nobody/widgets" % version, status=404)) == "tenancy.tenant-not-found"
+    assert error_code(app.get("/%s/gone/widgets" % version, status=410)) == "tenancy.tenant-deleted"
+    assert error_code(app.put_json("/%s/nobody" % version, {}, status=404)) == "tenancy.tenant-not-found"
+    assert service.calls == 0
+    app.get("/%s/acme/widgets" % version, status="*")  # the service's own answer to a path it may not route
+    assert service.calls == 1
