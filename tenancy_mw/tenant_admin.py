@@ -641,8 +641,12 @@ class TenantAdmin(TenancyMiddleware):
             )
         try:
             canonical_json(document)
-        except (ValueError, RecursionError):
+        except RecursionError:
             detail = "The tenant representation is nested too deeply."
+            raise _Answer(400, "tenancy.representation-not-json", detail) from None
+        except ValueError:
+            # json.loads reads 1e999 as a float infinity, which JSON cannot carry back.
+            detail = "The tenant representation holds a number too large for JSON (such as 1e999)."
             raise _Answer(400, "tenancy.representation-not-json", detail) from None
         return document
 
@@ -650,7 +654,8 @@ class TenantAdmin(TenancyMiddleware):
         limit = self.max_body
         length = environ.get("CONTENT_LENGTH") or ""
         if length:
-            if not length.isdigit():
+            # isdigit() alone takes "²" and other digits int() refuses or reads otherwise.
+            if not (length.isascii() and length.isdigit()):
                 raise _Answer(400, "tenancy.bad-content-length", "Content-Length %r is not a number." % shorten(length))
             if int(length) > limit:
                 raise self._too_large(int(length))

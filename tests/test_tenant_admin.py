@@ -512,3 +512,24 @@ def test_the_tenant_the_service_gets_is_the_one_checked(registry_url, pipeline):
     assert service.calls == 0
     app.get("/%s/acme/widgets" % version, status="*")  # the service's own answer to a path it may not route
     assert service.calls == 1
+
+
+def test_a_number_json_cannot_carry_is_named_as_such(admin, registry_url):
+    for body in (b'{"a": 1e999}', b'{"a": [-1e400]}'):
+        response = admin.put("/v2.1/acme", body, headers={"Content-Type": "application/json"}, status=400)
+        assert error_code(response) == "tenancy.representation-not-json"
+        assert "number" in response.json["errors"][0]["detail"]
+        assert "nested" not in response.json["errors"][0]["detail"]
+    assert registry_rows(registry_url) == ([], 0)
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "\u0661\u0662", "+8", "8 ", "0x8"])
+def test_a_content_length_that_is_not_ascii_digits_is_400(admin, registry_url, length):
+    from tests.support.wsgi import make_environ
+
+    environ = make_environ("PUT", "/v2.1/acme", (("Content-Type", "application/json"),), body=b'{"a": 1}')
+    environ["CONTENT_LENGTH"] = length
+    response = webtest.TestRequest(environ).get_response(admin.app)
+    assert response.status_int == 400
+    assert error_code(response) == "tenancy.bad-content-length"
+    assert registry_rows(registry_url) == ([], 0)
