@@ -413,6 +413,11 @@ class TenantRegistry:
         report = PurgeReport(cutoff=cutoff)
         condition = sa.and_(tenants_table.c.state == DELETED, tenants_table.c.deleted <= cutoff)
         select_ids = sa.select(tenants_table.c.id).where(condition).order_by(tenants_table.c.id)
+        if not dry_run and not self.is_sqlite:
+            # Locked, as restore() locks them: a tenant restored meanwhile is
+            # read again after that commits, and is no longer purged, nor are
+            # its move records.  (SQLite: BEGIN IMMEDIATE holds the file.)
+            select_ids = select_ids.with_for_update()
         with self._write() as conn:
             report.tenants = ids = [row[0] for row in conn.execute(select_ids)]
             for start in range(0, len(ids), 500):

@@ -123,6 +123,37 @@ def test_purge_respects_the_retention(registry, sql_url):
     assert registry.find_move("old", ("servers", "1")) is None
 
 
+def test_purge_leaves_a_tenant_restored_while_it_runs_whole(registry, sql_url):
+    """A restore holds the tenant's row when a purge starts: the purge waits, then neither removes the
+    tenant nor its move records, nor reports it."""
+    import threading
+    import time
+
+    from tenancy_mw.tenant_registry import ACTIVE, tenants_table
+
+    for tenant_id in ("back", "dst"):
+        registry.put(tenant_id, {})
+    with registry.move_lock("back", "dst") as (conn, _):
+        registry.record_moves(conn, "back", "dst", [(("servers", "1"), ("servers", "1"))])
+    registry.delete("back")
+    restorer = TenantRegistry(sql_url)
+    reports = []
+    try:
+        with restorer._write() as conn:  # what restore() does, held open
+            assert restorer._locked_row(conn, "back")["state"] == "deleted"
+            conn.execute(tenants_table.update().where(tenants_table.c.id == "back").values(state=ACTIVE, deleted=None))
+            purger = threading.Thread(target=lambda: reports.append(registry.purge(timedelta(0))))
+            purger.start()
+            time.sleep(0.5)
+        purger.join(timeout=60)
+    finally:
+        restorer.close()
+    assert reports[0].tenants == []
+    assert reports[0].moves == 0
+    assert registry.state("back") == "active"
+    assert registry.find_move("back", ("servers", "1")) is not None
+
+
 def test_moves_are_found_by_prefix_and_never_chain(registry):
     for tenant_id in ("a", "b", "c"):
         registry.put(tenant_id, {})
