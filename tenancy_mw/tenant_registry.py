@@ -54,6 +54,7 @@ import os
 import threading
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -630,33 +631,40 @@ class TenantStateCache:
         self._load = load
         self.ttl = ttl
         self.max_entries = max_entries
-        self._entries: dict[str, tuple[str, float]] = {}
+        # In the order the entries were read, which (one TTL for all) is the
+        # order they expire in: the expired ones, and when full the oldest,
+        # are taken off the front, a constant amount of work per entry.
+        self._entries: OrderedDict[str, tuple[str, float]] = OrderedDict()
         self._lock = threading.Lock()
 
     def state(self, tenant_id: str) -> str:
         """The state of *tenant_id*, from the cache while fresh, else loaded (and kept)."""
+        now = time.monotonic()
         entry = self._entries.get(tenant_id)
-        if entry is not None and entry[1] > time.monotonic():
+        if entry is not None and entry[1] > now:
             return entry[0]
         state = self._load(tenant_id)
-        if self.ttl > 0:
-            self.remember(tenant_id, state)
+        # Kept ttl seconds from when the read began: a slow read (a busy
+        # registry) does not make what it read last longer.
+        self.remember(tenant_id, state, read_at=now)
         return state
 
-    def remember(self, tenant_id: str, state: str) -> None:
-        """Keep *state* for *tenant_id* for ``ttl`` seconds from now."""
+    def remember(self, tenant_id: str, state: str, read_at: float | None = None) -> None:
+        """Keep *state* for *tenant_id* for ``ttl`` seconds from *read_at* (default: now)."""
         if self.ttl <= 0:
             return
         with self._lock:
             entries = self._entries
             entries.pop(tenant_id, None)
-            if len(entries) >= self.max_entries:
-                now = time.monotonic()
-                for key in [key for key, (_, expires) in entries.items() if expires <= now]:
-                    del entries[key]
-                while len(entries) >= self.max_entries:
-                    del entries[next(iter(entries))]
-            entries[tenant_id] = (state, time.monotonic() + self.ttl)
+            now = time.monotonic()
+            while entries:
+                oldest = next(iter(entries))
+                if len(entries) < self.max_entries and entries[oldest][1] > now:
+                    break
+                del entries[oldest]
+            expires = (now if read_at is None else read_at) + self.ttl
+            if expires > now:
+                entries[tenant_id] = (state, expires)
 
     def forget(self, tenant_id: str) -> None:
         """Drop what is kept of *tenant_id* (after a change made by this process)."""

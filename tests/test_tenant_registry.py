@@ -260,3 +260,56 @@ def test_purge_and_show_commands(tmp_path):
     assert run("tenants", "show", "--url", url, "gone").returncode == 1
     assert run("tenants", "show", "--url", url, "kept").returncode == 0
     assert "Traceback" not in bad.stderr + missing.stderr
+
+
+class _Clock:
+    """A stand-in for time.monotonic that a test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_state_cache_never_serves_a_state_older_than_its_ttl(monkeypatch):
+    """A slow read (a busy registry): the state it read is kept ttl seconds from the read, not from its end."""
+    from tenancy_mw import tenant_registry
+
+    clock = _Clock()
+    monkeypatch.setattr(tenant_registry.time, "monotonic", clock)
+    states = iter(["active", "deleted"])
+
+    def slow_load(tenant_id):
+        state = next(states)  # read at the start of the call...
+        clock.now += 4.0  # ...which takes 4 s to come back
+        return state
+
+    cache = tenant_registry.TenantStateCache(slow_load, ttl=5, max_entries=10)
+    assert cache.state("acme") == "active"
+    clock.now += 1.5  # 5.5 s after the read
+    assert cache.state("acme") == "deleted"
+
+
+def test_the_state_cache_is_bounded_and_drops_expired_entries_first(monkeypatch):
+    from tenancy_mw import tenant_registry
+
+    clock = _Clock()
+    monkeypatch.setattr(tenant_registry.time, "monotonic", clock)
+    loads = []
+    cache = tenant_registry.TenantStateCache(lambda t: loads.append(t) or "unknown", ttl=5, max_entries=100)
+    for i in range(50):
+        cache.state("old-%d" % i)
+    clock.now += 6  # every entry so far has expired
+    cache.state("new-0")
+    # Expired entries go as soon as anything new is kept, not only once the cache is full.
+    assert list(cache._entries) == ["new-0"]
+    for i in range(1, 1000):
+        cache.state("new-%d" % i)
+        assert len(cache._entries) <= 100
+    # The newest are kept, the oldest went first.
+    assert list(cache._entries)[-1] == "new-999"
+    assert "new-899" not in cache._entries
+    before = len(loads)
+    cache.state("new-950")
+    assert len(loads) == before  # still cached
