@@ -2,7 +2,7 @@
 
 ``tenants purge --url URL [--retention 30d] [--dry-run]``
     Remove for good the tenants deleted more than the retention period ago
-    (``30d`` by default; ``s``, ``m``, ``h``, ``d``, ``w`` units, ``0`` for
+    (``30d`` by default, at most 1000 years; ``s``, ``m``, ``h``, ``d``, ``w`` units, ``0`` for
     every deleted tenant), with every move record naming them, and print
     what was removed.  A purged tenant id is unknown again (``404``) and
     may be created anew.  Run it from cron.
@@ -25,6 +25,8 @@ from tenancy_mw.tenant_registry import DEFAULT_RETENTION, TenantRegistry
 __all__ = ["parse_duration", "register"]
 
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*")
+#: The longest retention: deletions older than that cannot have happened.
+_LONGEST = timedelta(days=1000 * 365)
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
@@ -43,7 +45,13 @@ def parse_duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(
             "%r is not a duration such as 30d, 12h, 90m or 0 (units: s, m, h, d, w)" % text
         )
-    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        duration = timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    except OverflowError:
+        duration = _LONGEST + _LONGEST
+    if duration > _LONGEST:
+        raise argparse.ArgumentTypeError("%r is longer than %d years" % (text, _LONGEST.days // 365))
+    return duration
 
 
 def _purge(args: argparse.Namespace) -> int:

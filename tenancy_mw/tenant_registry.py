@@ -237,6 +237,9 @@ class PurgeReport:
         )
 
 
+_EPOCH = datetime(1970, 1, 1)
+
+
 def _utcnow() -> datetime:
     # Whole seconds, naive UTC: MySQL's DATETIME keeps no fraction, and a
     # tenant must read back the times it was written with.
@@ -410,7 +413,10 @@ class TenantRegistry:
         Returns a :class:`PurgeReport` of what was removed; with *dry_run*,
         of what would be, and nothing is removed.
         """
-        cutoff = (now or _utcnow()) - retention
+        now = now or _utcnow()
+        # No tenant was deleted before 1970: a longer retention purges nothing
+        # (and a date before year 1 cannot even be computed).
+        cutoff = max(now - min(retention, now - _EPOCH), _EPOCH)
         report = PurgeReport(cutoff=cutoff)
         condition = sa.and_(tenants_table.c.state == DELETED, tenants_table.c.deleted <= cutoff)
         select_ids = sa.select(tenants_table.c.id).where(condition).order_by(tenants_table.c.id)

@@ -313,3 +313,22 @@ def test_the_state_cache_is_bounded_and_drops_expired_entries_first(monkeypatch)
     before = len(loads)
     cache.state("new-950")
     assert len(loads) == before  # still cached
+
+
+@pytest.mark.parametrize("retention", ["99999999999w", "200000w", "400000d"])
+def test_a_retention_beyond_the_calendar_is_a_usage_error(tmp_path, capsys, retention):
+    from tenancy_mw import manage
+
+    url = "sqlite:///%s" % (tmp_path / "tenants.sqlite")
+    with pytest.raises(SystemExit) as caught:
+        manage.main(["tenants", "purge", "--url", url, "--retention", retention])
+    assert caught.value.code == 2
+    assert repr(retention) in capsys.readouterr().err
+
+
+def test_purge_with_a_retention_older_than_any_date_removes_nothing(registry):
+    registry.put("gone", {})
+    registry.delete("gone")
+    report = registry.purge(timedelta(days=999_999_999))
+    assert report.tenants == []
+    assert registry.state("gone") == "deleted"
