@@ -684,6 +684,11 @@ class TenantAdmin(TenancyMiddleware):
     # Moves ----------------------------------------------------------------
 
     def _move(self, environ, start_response, tenant_id, canonical, index):
+        # Under an unknown or deleted tenant every request is 404 or 410, a
+        # move URL too, whatever else is wrong with it (checked again under
+        # the lock for a POST).
+        source = self._read(lambda: self.registry.get(tenant_id))
+        self._check_source(tenant_id, source)
         method = environ.get("REQUEST_METHOD", "GET")
         if method not in ("GET", "HEAD", "POST"):
             raise self._not_allowed(method, _MOVE_ALLOW)
@@ -699,7 +704,6 @@ class TenantAdmin(TenancyMiddleware):
                     % shorten(environ["HTTP_IF_MATCH"]),
                 )
         if method != "POST":
-            source = self._read(lambda: self.registry.get(tenant_id))
             destination = self._read(lambda: self.registry.get(dest))
             document = self._move_document(environ, tenant_id, source, dest, destination, path, None)
             body = _json_bytes(document)
@@ -769,13 +773,17 @@ class TenantAdmin(TenancyMiddleware):
             )
         return dest
 
-    def _move_document(self, environ, tenant_id, source, dest, destination, path, if_match) -> dict:
-        """The move action document, after checking both tenants and the resource; or an :class:`_Answer`."""
-        precondition = if_match is not None
+    def _check_source(self, tenant_id: str, source: Tenant | None) -> None:
+        """404 for an unknown source tenant, 410 for a deleted one (an :class:`_Answer`)."""
         if source is None:
             raise self._not_found(tenant_id)
         if source.state == DELETED:
             raise _Answer(410, "tenancy.tenant-deleted", "Tenant %r is deleted." % shorten(tenant_id))
+
+    def _move_document(self, environ, tenant_id, source, dest, destination, path, if_match) -> dict:
+        """The move action document, after checking both tenants and the resource; or an :class:`_Answer`."""
+        precondition = if_match is not None
+        self._check_source(tenant_id, source)
         if destination is None:
             raise _Answer(
                 404, "tenancy.move-destination-not-found",

@@ -533,3 +533,20 @@ def test_a_content_length_that_is_not_ascii_digits_is_400(admin, registry_url, l
     assert response.status_int == 400
     assert error_code(response) == "tenancy.bad-content-length"
     assert registry_rows(registry_url) == ([], 0)
+
+
+def test_move_urls_under_a_deleted_or_unknown_tenant_are_410_and_404_first(two_tenants, registry_url):
+    # "Every request under /{version}/{tenantId}/... then gets 410": a move URL too,
+    # whatever else is wrong with it (no dest, a bad If-Match, a method it does not take).
+    admin = two_tenants
+    admin.delete("/v2.1/src", status=204)
+    for tenant, status in (("src", 410), ("nobody", 404)):
+        for target, method, headers in (
+            ("/v2.1/%s/widgets/w1/action/move" % tenant, "GET", {}),
+            ("/v2.1/%s/widgets/w1/action/move?dest=" % tenant, "POST", {}),
+            ("/v2.1/%s/action/move?dest=dst" % tenant, "POST", {"If-Match": "garbage"}),
+            ("/v2.1/%s/action/move?dest=dst" % tenant, "PUT", {}),
+        ):
+            response = admin.request(target, method=method, headers=headers, status=status)
+            assert error_code(response) == ("tenancy.tenant-deleted" if status == 410 else "tenancy.tenant-not-found")
+    assert admin.service.calls == 2  # the two widget PUTs of the fixture
