@@ -70,6 +70,9 @@ Rules a provider follows:
   conditional move's ``If-Match``.
 - A state ``tag`` changes whenever the resource changes in a way that
   matters to a move (its version, its updated time, a hash of its row).
+- ``tenant_resources`` is asked about the destination tenant too, with
+  ``list_limit = 0``: its count and tag go into every move action
+  document, so a conditional move fails when the destination changed.
 - ``move_resource`` and ``move_tenant`` are called with the registry's
   move lock held for both tenants, after the filter checked that both are
   active, that the resource exists and is not deleted, and (for a

@@ -795,6 +795,15 @@ class TenantAdmin(TenancyMiddleware):
                 "The destination tenant %r is deleted; restore it first." % shorten(dest),
             )
         document = {"source": source.summary(), "destination": destination.summary()}
+        # The destination's resources are affected too (the spec's example: a
+        # tenant may hold at most 100 resources): their count and state tag,
+        # never their list, are in the document and so in its ETag.
+        received = self.provider.tenant_resources(dest, 0)
+        document["destination"]["resources"] = {
+            "count": received.count,
+            "tag": received.tag,
+            "metadata": received.metadata,
+        }
         if path:
             state = self.provider.resource_state(tenant_id, path)
             if state is None or state.deleted:

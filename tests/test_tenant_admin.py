@@ -550,3 +550,18 @@ def test_move_urls_under_a_deleted_or_unknown_tenant_are_410_and_404_first(two_t
             response = admin.request(target, method=method, headers=headers, status=status)
             assert error_code(response) == ("tenancy.tenant-deleted" if status == 410 else "tenancy.tenant-not-found")
     assert admin.service.calls == 2  # the two widget PUTs of the fixture
+
+
+@pytest.mark.parametrize("url", ["/v2.1/src/widgets/w1/action/move?dest=dst", "/v2.1/src/action/move?dest=dst"])
+def test_the_move_etag_changes_with_the_destination_resources(two_tenants, url):
+    # The spec's reason for move actions: "tenants are only allowed to have 100
+    # resources"; the operator checks the destination's resources, and a
+    # conditional move fails when they changed meanwhile.
+    admin = two_tenants
+    action = admin.get(url)
+    assert action.json["move"]["destination"]["resources"]["count"] == 0
+    admin.put("/v2.1/dst/widgets/d1", status=201)
+    assert admin.get(url).json["move"]["destination"]["resources"]["count"] == 1
+    stale = admin.post(url, headers={"If-Match": action.headers["ETag"]}, status=412)
+    assert error_code(stale) == "tenancy.move-precondition-failed"
+    assert ("src", "w1") in admin.service.widgets
