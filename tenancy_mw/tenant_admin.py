@@ -111,6 +111,7 @@ from oslo_config import cfg
 from tenancy_mw.base import TenancyMiddleware
 from tenancy_mw.moves import MoveProvider, MoveRefused, load_provider
 from tenancy_mw.paths import PathRefused, canonical_path, shorten
+from tenancy_mw.sql import error_summary
 from tenancy_mw.tenant_ids import (
     DEFAULT_VERSION_PATTERN,
     InvalidTenantId,
@@ -433,7 +434,7 @@ class TenantAdmin(TenancyMiddleware):
         try:
             return self.registry.state(tenant_id)
         except sa.exc.SQLAlchemyError as exc:
-            LOG.error("tenant_admin: the tenant registry is unavailable: %s", _one_line(exc))
+            LOG.error("tenant_admin: the tenant registry is unavailable: %s", error_summary(exc))
             raise _RegistryDown() from None
 
     def _state_error(self, environ: dict, start_response: Callable, tenant_id: str, state: str):
@@ -503,7 +504,7 @@ class TenantAdmin(TenancyMiddleware):
         try:
             found = self.registry.find_move(tenant_id, path)
         except sa.exc.SQLAlchemyError as exc:
-            LOG.warning("tenant_admin: could not look up moves of %r: %s", tenant_id, _one_line(exc))
+            LOG.warning("tenant_admin: could not look up moves of %r: %s", tenant_id, error_summary(exc))
             return None
         if found is None:
             return None
@@ -736,7 +737,7 @@ class TenantAdmin(TenancyMiddleware):
             status = exc.status if 400 <= exc.status < 500 else 409
             raise _Answer(status, "tenancy.move-refused", exc.detail) from None
         except sa.exc.SQLAlchemyError as exc:
-            LOG.error("tenant_admin: move of %r to %r failed in the registry: %s", tenant_id, dest, _one_line(exc))
+            LOG.error("tenant_admin: move of %r to %r failed in the registry: %s", tenant_id, dest, error_summary(exc))
             raise _RegistryDown() from None
         LOG.info("tenant_admin: moved %r of tenant %r to tenant %r (%d resource%s)", "/".join(path) or "*",
                  tenant_id, dest, len(recorded), "" if len(recorded) == 1 else "s")
@@ -846,7 +847,7 @@ class TenantAdmin(TenancyMiddleware):
         try:
             return call()
         except sa.exc.SQLAlchemyError as exc:
-            LOG.error("tenant_admin: the tenant registry is unavailable: %s", _one_line(exc))
+            LOG.error("tenant_admin: the tenant registry is unavailable: %s", error_summary(exc))
             raise _RegistryDown() from None
 
     @staticmethod
@@ -888,8 +889,3 @@ def _redirect(environ: dict, start_response: Callable, status: int, location: st
         [("Location", location), ("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
     )
     return [b"" if environ.get("REQUEST_METHOD") == "HEAD" else body]
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
