@@ -664,21 +664,23 @@ class TenantStateCache:
             entries.pop(tenant_id, None)
             now = time.monotonic()
             while entries:
-                oldest = next(iter(entries))
-                if len(entries) < self.max_entries and entries[oldest][1] > now:
+                oldest, (_, oldest_expires) = next(iter(entries.items()))
+                if len(entries) < self.max_entries and oldest_expires > now:
                     break
-                del entries[oldest]
+                entries.pop(oldest, None)
             expires = (now if read_at is None else read_at) + self.ttl
             if expires > now:
                 entries[tenant_id] = (state, expires)
 
     def forget(self, tenant_id: str) -> None:
         """Drop what is kept of *tenant_id* (after a change made by this process)."""
-        self._entries.pop(tenant_id, None)
+        with self._lock:
+            self._entries.pop(tenant_id, None)
 
     def clear(self) -> None:
         """Drop every entry."""
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
 
 
 def purge(url: str | URL, retention: timedelta = DEFAULT_RETENTION, *, dry_run: bool = False) -> PurgeReport:
