@@ -244,6 +244,23 @@ class AdminCull(TenancyMiddleware):
     def judge(self, environ: dict) -> Callable[[Callable], list[bytes]] | None:
         """``None`` if the request may reach the app, else a callable that answers it.
 
+        An environ value that is not the string PEP 3333 asks for (``None``,
+        bytes, a number in ``REQUEST_METHOD``, ``CONTENT_TYPE``, a header,
+        ...) is answered ``400``: never an exception, never passed unjudged.
+        """
+        try:
+            return self._judge(environ)
+        except (TypeError, AttributeError, UnicodeError):
+            return self._answer(
+                environ,
+                400,
+                "tenancy.bad-environ",
+                "The request could not be read: a WSGI environ value is not a latin-1 string (PEP 3333).",
+            )
+
+    def _judge(self, environ: dict) -> Callable[[Callable], list[bytes]] | None:
+        """``None`` if the request may reach the app, else a callable that answers it.
+
         The callable takes ``start_response`` and returns the WSGI body.
         Every view of the path is judged: the client's; after a rewrite by
         a tenancy filter, the one the app will route on; and each of those
@@ -515,12 +532,30 @@ def _form_overrides(environ: dict, method: str) -> set[str]:
     return found
 
 
-_BOUNDARY = re.compile(r";\s*boundary\s*=\s*(\"[^\"]*\"|[^;]*)", re.IGNORECASE)
+# RFC 2046 boundary characters; a boundary outside them (quotes, backslashes)
+# is read differently by different parsers, so it is refused, not guessed.
+_BOUNDARY_CHARS = re.compile(r"[0-9A-Za-z'()+_,./:=? -]{0,69}[0-9A-Za-z'()+_,./:=?-]")
 
 
 def _boundary(content_type: str) -> bytes | None:
-    """The ``boundary`` parameter of a multipart content type, or ``None`` (one regex search)."""
-    match = _BOUNDARY.search(content_type)
-    if match is None:
+    """The ``boundary`` parameter of a multipart content type, or ``None``; one linear pass.
+
+    Raises :class:`ValueError` when the content type names ``boundary``
+    more than once (parsers differ on which one wins) or its value is not
+    made of RFC 2046 boundary characters.
+    """
+    lowered = content_type.lower()
+    mentions = lowered.count("boundary")
+    if not mentions:
         return None
-    return match.group(1).strip().strip('"').encode("latin-1", "replace") or None
+    if mentions > 1:
+        raise ValueError("the Content-Type names a multipart boundary more than once")
+    rest = content_type[lowered.find("boundary") + len("boundary"):].lstrip()
+    if not rest.startswith("="):
+        return None
+    value = rest[1:].split(";", 1)[0].strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        value = value[1:-1]
+    if not _BOUNDARY_CHARS.fullmatch(value):
+        raise ValueError("the multipart boundary %r is not made of RFC 2046 boundary characters" % shorten(value))
+    return value.encode("latin-1")

@@ -14,9 +14,12 @@ make them expensive: a 1 MiB form body costs about a millisecond.
     than any framework does; it is never fewer.
 
 ``_method`` in a multipart form (:func:`multipart_method_overrides`)
-    A part whose ``Content-Disposition`` names it ``_method`` (quoted or
-    not, percent-encoded or not, ``name*=`` included, any case); its value
-    is the part's content.
+    Any part that mentions ``_method`` (as its name, quoted or not, any
+    case, or anywhere else); its value is read as the last line before
+    the part's delimiter line, whatever a parser takes for the end of the
+    part's headers (folded lines, bare CR, a line of white space), so no
+    way of writing the headers hides it.  A name spelling ``_method`` with
+    percent-escapes (``name*=utf-8''%5Fmethod``) is refused, not guessed.
 
 Versions named by a media type (:func:`media_type_versions`)
     ``version=`` parameters of ``Accept`` and ``Content-Type``, which a
@@ -166,23 +169,24 @@ def urlencoded_method_overrides(data: bytes, what: str = "form body") -> set[str
     return override_names(values)
 
 
-_DISPOSITION_NAME = re.compile(rb";\s*name\*?\s*=\s*(\"[^\"]*\"|[^;\r\n]*)")
-
-
-def _line_bounds(text: bytes, index: int) -> tuple[int, int]:
-    start = text.rfind(b"\n", 0, index) + 1
-    end = text.find(b"\n", index)
-    return start, (len(text) if end == -1 else end)
-
-
 def multipart_method_overrides(data: bytes, boundary: bytes | None = None) -> set[str]:
-    """The method names of every ``_method`` part of a multipart form *data*.
+    """The method names every ``_method`` part of a multipart form *data* could carry.
 
-    Only a ``Content-Disposition`` line can name a part, so each mention of
-    ``_method`` is looked at on its own line; the value is the part's
-    content, up to the next boundary line.  Raises :class:`TooManyCandidates`
-    as :func:`urlencoded_method_overrides` does, and :class:`ValueError`
-    when a part named ``_method`` has no end of headers or no content end.
+    Nothing about the part's headers is parsed, so no reading of them
+    (folded lines, bare CR line ends, a header block ended by a line of
+    white space, which webob's ``cgi`` parser accepts) can hide a value:
+    for each mention of ``_method`` (as a part name, or anywhere), the part
+    ends at the next delimiter line (``--`` *boundary*, alone on its line
+    but for trailing white space, compared case-sensitively, as ``cgi``
+    does), and the value a parser could read is the last line before it.
+    A method name is one line, so whatever a parser takes for the end of
+    the part's headers, a value naming a method is that line.
+
+    Raises :class:`TooManyCandidates` as :func:`urlencoded_method_overrides`
+    does, and :class:`ValueError` when a part mentioning ``_method`` does
+    not end, or a part name spells ``_method`` with percent-escapes (no
+    ``_method`` reader decodes them; a body using them is refused rather
+    than judged on a guess).
 
     Example::
 
@@ -190,54 +194,59 @@ def multipart_method_overrides(data: bytes, boundary: bytes | None = None) -> se
         >>> sorted(multipart_method_overrides(body, b"zz"))
         ['DELETE']
     """
-    text = _normalise_keys(data)
-    if KEY not in text or not _candidates(text, "multipart body"):
+    low = data.lower()
+    mentions = _candidates(low, "multipart body")
+    if b"%" in low and _candidates(_normalise_keys(low), "multipart body") > mentions:
+        raise ValueError("a part name spells _method with percent-escapes")
+    if not mentions:
         return set()
+    delimiter = b"--" + boundary if boundary else None
     values = []
-    # Everything before this offset was already looked at (a line, or a
-    # whole part): each byte is scanned a bounded number of times.
+    # Everything before this offset belongs to a part already looked at:
+    # each byte is scanned a bounded number of times.
     covered = 0
-    start = text.find(KEY)
+    start = low.find(KEY)
     while start != -1:
-        if start < covered:
-            start = text.find(KEY, covered)
-            continue
-        line_start, line_end = _line_bounds(text, start)
-        start = text.find(KEY, start + len(KEY))
-        covered = line_end
-        line = text[line_start:line_end]
-        if not line.lstrip().startswith(b"content-disposition"):
-            continue
-        names = [m.group(1) for m in _DISPOSITION_NAME.finditer(line)]
-        if not any(_is_method_name(name) for name in names):
-            continue
-        # The part's content: after the blank line ending its headers, up to the next boundary line.
-        header_end = [i for i in (text.find(b"\r\n\r\n", line_end - 1), text.find(b"\n\n", line_end)) if i != -1]
-        if not header_end:
-            raise ValueError("the part named _method has no end of headers")
-        content_start = min(header_end)
-        content_start += 4 if text.startswith(b"\r\n\r\n", content_start) else 2
-        marker = b"\n--" + boundary.lower() if boundary else b"\n--"
-        content_end = text.find(marker, content_start)
-        if content_end == -1:
-            raise ValueError("the part named _method does not end")
-        covered = content_end
-        if content_end - content_start > _MAX_VALUE:
+        after = start + len(KEY)
+        end = _part_end(data, after, delimiter)
+        if end == -1:
+            raise ValueError("the part mentioning _method does not end")
+        covered = end
+        window_start = max(after, end - _MAX_VALUE - 2)
+        tail = low[window_start:end].rstrip()
+        cut = max(tail.rfind(b"\n"), tail.rfind(b"\r")) + 1
+        if cut == 0 and window_start > after:
             values.append("<long value>")
         else:
-            values.append(text[content_start:content_end].decode("latin-1").strip())
+            values.append(tail[cut:].strip().decode("latin-1"))
+        start = low.find(KEY, covered)
     return override_names(values)
 
 
-def _is_method_name(raw: bytes) -> bool:
-    name = raw.strip().strip(b'"').strip()
-    if b"''" in name:  # RFC 2231: charset'language'value
-        name = name.split(b"''", 1)[1]
-    return name.translate(None, _SPACE_BYTES) == KEY
+def _part_end(data: bytes, start: int, delimiter: bytes | None) -> int:
+    """Offset of the line break before the first delimiter line after *start*, or -1.
+
+    A delimiter line is ``--boundary`` or ``--boundary--`` and trailing
+    white space (``cgi``'s rule); without a boundary, any line starting
+    with ``--``.
+    """
+    marker = b"\n" + (delimiter or b"--")
+    position = data.find(marker, start)
+    while position != -1:
+        line_end = data.find(b"\n", position + 1)
+        if line_end == -1:
+            line_end = len(data)
+        if delimiter is None or data[position + 1 : line_end].rstrip() in (delimiter, delimiter + b"--"):
+            return position
+        position = data.find(marker, line_end)
+    return -1
 
 
-# The parameter name may be quoted too: nova's header parser unquotes names.
-_VERSION_PARAM = re.compile(r";\s*(?:version|\"version\")\s*=\s*(\"[^\"]*\"|[^;,]*)", re.IGNORECASE)
+# What follows a mention of "version" in a media type parameter: an optional
+# closing quote of the name (nova's header parser unquotes names), "=", the
+# value.  Values are read at most 80 characters long: a urlmap mount is a
+# short name, and the bound keeps each mention's work small.
+_VERSION_VALUE = re.compile(r'"?\s*=\s*("[^"]{0,80}"?|[^;,"]{0,80})')
 
 
 def media_type_versions(accept: str, content_type: str) -> tuple[str, ...]:
@@ -257,18 +266,26 @@ def media_type_versions(accept: str, content_type: str) -> tuple[str, ...]:
     for header in (accept, content_type):
         if not header:
             continue
-        mentions = header.lower().count("version")
+        lowered = header.lower()
+        mentions = lowered.count("version")
         if not mentions:
             continue
         if mentions > MAX_CANDIDATES:
             raise TooManyCandidates("A media type header mentions version %d times." % mentions)
-        for match in _VERSION_PARAM.finditer(header):
-            value = match.group(1).strip().strip('"').strip()
-            segment = ("v" + value).split("/", 1)[0]
-            if segment not in found:
-                found.append(segment)
-                if len(found) > MAX_VERSIONS:
-                    raise TooManyCandidates(
-                        "The request names more than %d API versions in its media types." % MAX_VERSIONS
-                    )
+        # Only the (at most MAX_CANDIDATES) mentions are looked at: a regular
+        # expression tried at every ";" of a 256 KiB header costs milliseconds.
+        index = lowered.find("version")
+        while index != -1:
+            index += len("version")
+            match = _VERSION_VALUE.match(header, index)
+            if match is not None:
+                value = match.group(1).strip().strip('"').strip()
+                segment = ("v" + value).split("/", 1)[0] if value else ""
+                if segment and segment not in found:
+                    found.append(segment)
+                    if len(found) > MAX_VERSIONS:
+                        raise TooManyCandidates(
+                            "The request names more than %d API versions in its media types." % MAX_VERSIONS
+                        )
+            index = lowered.find("version", index)
     return tuple(found)

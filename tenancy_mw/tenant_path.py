@@ -156,14 +156,23 @@ def remove_header(environ: dict, key: str) -> None:
     """
     environ.pop(key, None)
     try:
-        # Every other spelling upper-cases to the key once "-" reads as "_";
-        # a false hit only costs the exact look below.
-        if key not in "\n".join(environ).upper().replace("-", "_"):
+        # Every other spelling upper-cases to the key once "-" reads as "_".
+        # Whole names only: X-Tenant-Id-2 must not send every request down
+        # the per-key loop below (waitress passes thousands of headers).
+        if not _holds_spelling(environ, key):
             return
     except TypeError:  # a key that is not a string: look at each
         pass
     for name in [k for k in environ if isinstance(k, str) and k.upper().replace("-", "_") == key]:
         del environ[name]
+
+
+def _holds_spelling(environ: dict, key: str) -> bool:
+    """Whether some ``environ`` key other than *key* reads as *key*; one C-speed pass over the names.
+
+    Raises ``TypeError`` when a key is not a string.
+    """
+    return ("\n%s\n" % key) in "\n%s\n" % "\n".join(environ).upper().replace("-", "_")
 
 
 def _attribute(app, name: str):
@@ -241,8 +250,8 @@ class TenantPath(TenancyMiddleware):
         key = self.header_key
         environ.pop(key, None)
         try:
-            # remove_header()'s test, inlined (hot path): any other spelling left?
-            if key in "\n".join(environ).upper().replace("-", "_"):
+            # remove_header()'s test (hot path): any other spelling left?
+            if _holds_spelling(environ, key):
                 remove_header(environ, key)
         except TypeError:
             remove_header(environ, key)
@@ -251,6 +260,11 @@ class TenantPath(TenancyMiddleware):
             if raw is None or len(raw) > self.max_target_length:
                 check_target_length(environ, self.max_target_length)
             canonical = canonical_path(environ)
+        except (TypeError, AttributeError):
+            return self.error(
+                environ, start_response, 400, "tenancy.bad-environ",
+                "The request could not be read: a WSGI environ value is not a latin-1 string (PEP 3333).",
+            )
         except PathRefused as exc:
             LOG.debug("tenant_path refused %r: %s", shorten(str(exc.value), 300), exc.detail)
             return self.error(environ, start_response, exc.status, "tenancy.bad-path." + exc.rule, exc.detail)

@@ -260,6 +260,42 @@ _CHILD_ANYWHERE = [
 ]
 
 
+# Multipart bodies whose _method part webob's parser (Routes, pecan) reads, but
+# whose headers are not what a line-by-line reading expects (second review of issue 6).
+_MP = "multipart/form-data; boundary=zz"
+HIDDEN_MULTIPART = {
+    "folded disposition header": (
+        _MP, b'--zz\r\nContent-Disposition: form-data;\r\n name="_method"\r\n\r\nDELETE\r\n--zz--\r\n'
+    ),
+    "bare CR between headers": (
+        _MP,
+        b'--zz\r\nContent-Type: text/plain\rContent-Disposition: form-data; name="_method"\r\n\r\nDELETE\r\n--zz--\r\n',
+    ),
+    "headers ended by a line of white space": (
+        _MP,
+        b'--zz\r\nContent-Disposition: form-data; name="_method"\r\n \r\nDELETE\r\n--zz\r\n'
+        b'Content-Disposition: form-data; name="x"\r\n\r\nfoo\r\n--zz--\r\n',
+    ),
+    "headers ended by LF CR LF": (
+        _MP,
+        b'--zz\r\nContent-Disposition: form-data; name="_method"\n\r\nDELETE\r\n--zz\r\n'
+        b'Content-Disposition: form-data; name="x"\r\n\r\nfoo\r\n--zz--\r\n',
+    ),
+    "a header line that starts like the boundary": (
+        _MP,
+        b'--zz\r\nContent-Disposition: form-data; name="_method"\r\n--zzx: 1\r\n\r\nDELETE\r\n--zz--\r\n',
+    ),
+    "boundary named twice": (
+        "multipart/form-data; boundary=zz; boundary=yy",
+        b'--yy\r\nContent-Disposition: form-data; name="_method"\r\n\r\nDELETE\r\n--yy--\r\n--zz\r\n',
+    ),
+    "boundary inside a quoted parameter": (
+        'multipart/form-data; a="x;boundary=zz"; boundary=yy',
+        b'--yy\r\nContent-Disposition: form-data; name="_method"\r\n\r\nDELETE\r\n--yy--\r\n--zz\r\n',
+    ),
+}
+
+
 def router_corpus() -> list[CorpusRequest]:
     """Every request sent through the real routers: the admin corpus, the strip
     attacks, the router-specific attacks above and the public calls."""
@@ -277,6 +313,9 @@ def router_corpus() -> list[CorpusRequest]:
     corpus.append(CorpusRequest("POST", "/v2.1/acme", "pecan _method form", form, b"_method=delete"))
     corpus.append(CorpusRequest("POST", "/acme", "_method form, media-type version",
                                 form + (("Accept", _JSON + ";version=2.1"),), b"_method=DELETE"))
+    for name, (content_type, body) in sorted(HIDDEN_MULTIPART.items()):
+        corpus.append(CorpusRequest("POST", "/v2.1/acme", "multipart _method, " + name,
+                                    (("Content-Type", content_type),), body))
     for call in PUBLIC_CALLS:
         corpus.append(CorpusRequest(call.method, call.target, "public call", call.headers, call.body, admin=False))
     for call in PUBLIC_CALLS:
