@@ -269,6 +269,36 @@ if AdminCull is not None:
             max_overhead_ns=WORST_CASE_NS,
             share=0.002,
         ),
+        # Second review of issue 6: a form of as many escapes of _method's
+        # letters as are decoded (MAX_ESCAPES), a multipart _method part
+        # before 1 MiB of lines, and a 256 KiB media type naming a version.
+        Case(
+            "admin_cull 1MiB escapes",
+            "admin_cull",
+            lambda app: AdminCull(app, {}),
+            dict(target("/v2.1/%s" % TENANT, method="POST"), CONTENT_TYPE="application/x-www-form-urlencoded"),
+            body=(b"%6d" * 4000 + b"\n" * (1024 * 1024))[: 1024 * 1024],
+            max_overhead_ns=WORST_CASE_NS,
+            share=0.002,
+        ),
+        Case(
+            "admin_cull 1MiB multipart _method",
+            "admin_cull",
+            lambda app: AdminCull(app, {}),
+            dict(target("/v2.1/%s" % TENANT, method="POST"), CONTENT_TYPE="multipart/form-data; boundary=zz"),
+            body=(b'--zz\r\nContent-Disposition: form-data; name="_method"\r\n' + b"\n-z" * 349_000
+                  + b"\r\n\r\nGET\r\n--zz--\r\n"),
+            max_overhead_ns=WORST_CASE_NS,
+            share=0.002,
+        ),
+        Case(
+            "admin_cull 256KiB Accept",
+            "admin_cull",
+            lambda app: AdminCull(app, {}),
+            dict(target("/acme/servers"), HTTP_ACCEPT=";" * (256 * 1024) + "version=2.1"),
+            max_overhead_ns=WORST_CASE_NS,
+            share=0.002,
+        ),
         Case(
             "admin_cull 8KiB target",
             "admin_cull",

@@ -431,3 +431,21 @@ def test_environ_values_that_are_not_strings_are_a_400_never_an_exception(factor
         code = json.loads(body)["errors"][0]["code"]
         assert code in ("tenancy.bad-environ", "tenancy.bad-path.not-latin-1", "tenancy.unreadable-form"), code
         assert _plain_app.seen == []
+
+
+def test_a_form_with_more_escapes_than_are_decoded_is_refused_on_an_admin_path():
+    from tenancy_mw.overrides import MAX_ESCAPES
+
+    recorder = Recorder()
+    app = AdminCull(recorder, {})
+    body = b"a=" + b"%C3%A1" * (MAX_ESCAPES // 2 + 1)
+    status, _, out = call(app, make_environ("POST", "/v2.1/acme", FORM, body))
+    assert status == 400
+    assert json.loads(out)["errors"][0]["code"] == "tenancy.unreadable-form"
+    # Up to the bound the escapes are decoded: an escaped _method is still found.
+    body = b"a=" + b"%C3%A1" * (MAX_ESCAPES // 2 - 8) + b"&%5Fm%45thod=DELETE"
+    assert call(app, make_environ("POST", "/v2.1/acme", FORM, body))[0] == 404
+    # On a public path the body is never read, whatever it holds.
+    body = b"a=" + b"%C3%A1" * MAX_ESCAPES
+    assert call(app, make_environ("POST", "/v2.1/acme/servers", FORM, body))[0] == 200
+    assert len(recorder.seen) == 1
