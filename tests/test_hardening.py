@@ -449,3 +449,24 @@ def test_a_form_with_more_escapes_than_are_decoded_is_refused_on_an_admin_path()
     body = b"a=" + b"%C3%A1" * MAX_ESCAPES
     assert call(app, make_environ("POST", "/v2.1/acme/servers", FORM, body))[0] == 200
     assert len(recorder.seen) == 1
+
+
+@pytest.mark.parametrize("mount", ["/v1/compute", "/api/v1/x"])
+def test_a_mount_holding_a_version_then_an_ordinary_segment_is_covered_by_the_documented_rule(mount):
+    # The default rules do not take v2.1 after /v1/compute for a version
+    # (that keeps /v1/AUTH_acme/v2/photo.jpg public); doc/admin_cull.rst
+    # names the limit and the rule that covers it.  Both are pinned here.
+    from paste.urlmap import URLMap
+
+    from tests.support.routers import flask_app
+
+    urlmap = URLMap()
+    urlmap[mount] = flask_app()
+    target = mount + "/v2.1/acme"
+    assert json.loads(call(urlmap, make_environ("DELETE", target))[2])["handler"] == "admin:delete-tenant"
+    assert call(AdminCull(urlmap, {}), make_environ("DELETE", target))[0] == 200  # the documented limit
+    covered = AdminCull(urlmap, {"rules": "PUT,DELETE /**/{version}/{tenant}"})
+    for method in ("PUT", "DELETE"):
+        assert call(covered, make_environ(method, target))[0] == 404
+    assert call(covered, make_environ("GET", target))[0] == 200
+    assert call(covered, make_environ("DELETE", target + "/servers/7"))[0] == 200
