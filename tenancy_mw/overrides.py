@@ -193,9 +193,12 @@ def multipart_method_overrides(data: bytes, boundary: bytes | None = None) -> se
     for each mention of ``_method`` (as a part name, or anywhere), the part
     ends at the next delimiter line (``--`` *boundary*, alone on its line
     but for trailing white space, compared case-sensitively, as ``cgi``
-    does), and the value a parser could read is the last line before it.
-    A method name is one line, so whatever a parser takes for the end of
-    the part's headers, a value naming a method is that line.
+    does) or, when the header block's blank line comes after that line
+    (``cgi`` reads header lines up to a blank one, delimiters included),
+    at the first delimiter line after the blank one; the value a parser
+    could read is the last line before either end.  A method name is one
+    line, so whatever a parser takes for the end of the part's headers, a
+    value naming a method is that line.
 
     Raises :class:`TooManyCandidates` as :func:`urlencoded_method_overrides`
     does, and :class:`ValueError` when a part mentioning ``_method`` does
@@ -219,22 +222,43 @@ def multipart_method_overrides(data: bytes, boundary: bytes | None = None) -> se
     # Everything before this offset belongs to a part already looked at:
     # each byte is scanned a bounded number of times.
     covered = 0
+    blank = None  # the last blank line found (reused while it lies ahead), False once none is left
     start = low.find(KEY)
     while start != -1:
         after = start + len(KEY)
-        end = _part_end(data, after, delimiter)
-        if end == -1:
+        # Where the part ends: at the first delimiter line (a parser that
+        # splits at boundaries first, as Django's), or, when the part's
+        # header block runs past that line, at the first delimiter after
+        # the block's blank line (cgi reads header lines up to a blank one
+        # whatever they hold).  Both values are judged.
+        ends = [_part_end(data, after, delimiter)]
+        if blank is not False and (blank is None or blank.start() < after):
+            # Searched again only past the last one found; once none is
+            # left, never again: the body is scanned for blank lines once.
+            blank = _BLANK_LINE.search(data, after) or False
+        if blank and ends[0] != -1 and blank.start() >= ends[0]:
+            ends.append(_part_end(data, blank.end() - 1, delimiter))
+        if -1 in ends:
             raise ValueError("the part mentioning _method does not end")
-        covered = end
-        window_start = max(after, end - _MAX_VALUE - 2)
-        tail = low[window_start:end].rstrip()
-        cut = max(tail.rfind(b"\n"), tail.rfind(b"\r")) + 1
-        if cut == 0 and window_start > after:
-            values.append("<long value>")
-        else:
-            values.append(tail[cut:].strip().decode("latin-1"))
+        for end in ends:
+            values.append(_last_line(low, after, end))
+        covered = max(ends)
         start = low.find(KEY, covered)
     return override_names(values)
+
+
+# A line holding nothing but white space: where cgi ends a part's headers.
+_BLANK_LINE = re.compile(rb"\n[ \t\r\x0b\x0c]*\n")
+
+
+def _last_line(low: bytes, start: int, end: int) -> str:
+    """The last non-blank line of ``low[start:end]``, stripped: where a one-line value must be."""
+    window_start = max(start, end - _MAX_VALUE - 2)
+    tail = low[window_start:end].rstrip()
+    cut = max(tail.rfind(b"\n"), tail.rfind(b"\r")) + 1
+    if cut == 0 and window_start > start:
+        return "<long value>"
+    return tail[cut:].strip().decode("latin-1")
 
 
 _ESCAPED_KEY_STARTS = (re.compile(rb"%5f"), re.compile(rb"_%"))

@@ -285,6 +285,10 @@ HIDDEN_MULTIPART = {
         _MP,
         b'--zz\r\nContent-Disposition: form-data; name="_method"\r\n--zzx: 1\r\n\r\nDELETE\r\n--zz--\r\n',
     ),
+    "a delimiter line inside the header block": (
+        _MP,
+        b'--zz\r\nContent-Disposition: form-data; name="_method"\r\n--zz\r\n \r\nDELETE\r\n--zz--\r\n',
+    ),
     "boundary named twice": (
         "multipart/form-data; boundary=zz; boundary=yy",
         b'--yy\r\nContent-Disposition: form-data; name="_method"\r\n\r\nDELETE\r\n--yy--\r\n--zz\r\n',
