@@ -313,12 +313,10 @@ class AdminCull(TenancyMiddleware):
                 for view in views:
                     if rule.matches_path(view):
                         return self._cull_unless_admin(environ, method, canonical, rule)
-        if not _may_override(environ, method):
-            return None
         # The request may name another method: judge the path against the
         # rules for other methods, then what the overrides name.
         others = [r for r in rules if not r.applies_to(judged) and any(r.matches_path(v) for v in views)]
-        if not others:
+        if not others or not _may_override(environ, method):
             return None
         if self.refuse_overrides:
             # Header and query overrides were refused above.  A body a
@@ -418,9 +416,8 @@ def _judged_as(method: str) -> frozenset[str]:
 
 def _may_override(environ: dict, method: str) -> bool:
     """A cheap test: could this request carry a method override at all?"""
-    for key in OVERRIDE_HEADERS:
-        if key in environ:
-            return True
+    if _override_values(environ):
+        return True
     query = environ.get("QUERY_STRING", "")
     # webob decodes keys, so an escape may spell _method too.
     if query and ("%" in query or "method" in query.lower()):
@@ -448,7 +445,34 @@ def _reads_form(environ: dict, method: str) -> bool:
 
 
 def _header_overrides(environ: dict) -> set[str]:
-    return override_names(environ[key] for key in OVERRIDE_HEADERS if key in environ)
+    return override_names(_override_values(environ))
+
+
+def _override_values(environ: dict) -> list:
+    """The values of the override headers, in every ``environ`` spelling a framework reads as them.
+
+    A conforming server writes ``HTTP_X_HTTP_METHOD_OVERRIDE`` only, but
+    Django's ``request.headers`` also reads ``HTTP_X-HTTP-METHOD-OVERRIDE``
+    or ``HTTP_x_http_method_override`` as that header (as ``tenant_path``'s
+    ``remove_header`` says for the tenant header).  One pass over the
+    joined key names finds whether any other spelling is there.
+    """
+    values = [environ[key] for key in OVERRIDE_HEADERS if key in environ]
+    try:
+        # "\n\n" between names: two spellings side by side still count twice.
+        names = "\n\n%s\n\n" % "\n\n".join(environ).upper().replace("-", "_")
+        odd = any(names.count("\n%s\n" % key) > (key in environ) for key in OVERRIDE_HEADERS)
+    except TypeError:  # a key that is not a string: look at each
+        odd = True
+    if odd:
+        values += [
+            value
+            for name, value in environ.items()
+            if isinstance(name, str)
+            and name not in OVERRIDE_HEADERS
+            and name.upper().replace("-", "_") in OVERRIDE_HEADERS
+        ]
+    return values
 
 
 def _query_overrides(environ: dict) -> set[str]:

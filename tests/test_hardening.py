@@ -470,3 +470,28 @@ def test_a_mount_holding_a_version_then_an_ordinary_segment_is_covered_by_the_do
         assert call(covered, make_environ(method, target))[0] == 404
     assert call(covered, make_environ("GET", target))[0] == 200
     assert call(covered, make_environ("DELETE", target + "/servers/7"))[0] == 200
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["HTTP_X-HTTP-METHOD-OVERRIDE", "HTTP_x_http_method_override", "HTTP_X_Method_Override", "HTTP_X-HTTP-Method"],
+)
+@pytest.mark.parametrize("conf", [{}, {"method_override": "refuse"}], ids=["cull", "refuse"])
+def test_override_headers_in_any_spelling_a_framework_reads_are_judged(key, conf):
+    # Django's request.headers reads these environ keys as the override headers.
+    recorder = Recorder()
+    environ = make_environ("POST", "/v2.1/acme")
+    environ[key] = "DELETE"
+    assert HttpHeaders(environ).get(key[5:].replace("_", "-")) == "DELETE"
+    status = call(AdminCull(recorder, conf), environ)[0]
+    assert status == (404 if not conf else 400)
+    assert recorder.seen == []
+
+
+def test_two_spellings_of_an_override_header_side_by_side_are_both_judged():
+    recorder = Recorder()
+    environ = make_environ("POST", "/v2.1/acme")
+    environ["HTTP_X_HTTP_METHOD_OVERRIDE"] = "GET"
+    environ["HTTP_x_http_method_override"] = "DELETE"
+    assert call(AdminCull(recorder, {}), environ)[0] == 404
+    assert recorder.seen == []
