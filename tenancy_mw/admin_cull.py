@@ -9,7 +9,9 @@ endpoint, and the admin calls never reach the app through the public one.
 What it culls
     With no options, the spec's admin calls (:data:`~tenancy_mw.cull_rules.DEFAULT_RULES`):
 
-    - ``PUT`` and ``DELETE`` on ``/{version}/{tenantId}`` (create, delete a tenant);
+    - ``PUT`` and ``DELETE`` on ``/{version}/{tenantId}`` (create, delete a
+      tenant), below any mount: also on any path ending in a version-like
+      segment and one more (failing closed, see ``doc/admin_cull.rst``);
     - every method on any ``.../action/move`` or ``.../action/restore`` URL;
     - every call under ``/{version}/{tenantId}/action/``, and that action
       namespace wherever a lenient router (pecan's ``RestController``, a

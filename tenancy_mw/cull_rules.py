@@ -86,6 +86,12 @@ __all__ = [
 #: tenant's own action namespace, wherever a lenient router could reach it.
 DEFAULT_RULES = (
     "PUT,DELETE /{version}/{tenant}",
+    # Every plausible split into mount, version and tenant, also a mount
+    # whose own path holds a version-like segment then an ordinary one
+    # (/api/v1/compute in front of an app routing /{version}/{tenant}).
+    # Fails closed: PUT/DELETE of any path ending in a version-like segment
+    # and one more (/v1/AUTH_acme/v2/photo.jpg) is culled too.
+    "PUT,DELETE /**/{version}/{tenant}",
     "* /**/action/move/**",
     "* /**/action/restore/**",
     "* /{version}/{tenant}/action/**",

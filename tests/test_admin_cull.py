@@ -15,7 +15,7 @@ from tenancy_mw.admin_cull import AdminCull
 from tenancy_mw.base import ConfigError
 from tenancy_mw.tenant_path import TenantPath
 from tests.support.apps import Recorder
-from tests.support.bypass_corpus import PUBLIC_CALLS, STRIP_ATTACKS, admin_corpus
+from tests.support.bypass_corpus import FAIL_CLOSED_CALLS, PUBLIC_CALLS, STRIP_ATTACKS, admin_corpus
 from tests.support.wsgi import call, make_environ
 
 CORPUS = admin_corpus()
@@ -79,6 +79,16 @@ def test_public_calls_pass_unchanged(public, raw_key):
         k: v for k, v in sent.items() if k.startswith("HTTP_")
     }
     assert seen["wsgi.input"].read() == public.body
+
+
+@pytest.mark.parametrize("public", FAIL_CLOSED_CALLS, ids=lambda p: "%s %s" % (p.method, p.target))
+def test_calls_that_could_be_a_tenant_call_below_a_mount_are_culled_unless_the_defaults_are_replaced(public):
+    app, recorder = build()
+    assert call(app, make_environ(public.method, public.target))[0] == 404
+    assert recorder.seen == []
+    app, recorder = build({"default_rules": "false", "rules": "PUT,DELETE /{version}/{tenant}"})
+    assert call(app, make_environ(public.method, public.target))[0] == 200
+    assert len(recorder.seen) == 1
 
 
 @pytest.mark.parametrize("raw_key", RAW_KEYS, ids=["gunicorn", "waitress", "no-raw-target"])
