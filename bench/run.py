@@ -31,6 +31,8 @@ from io import BytesIO
 from time import perf_counter_ns
 from urllib.parse import unquote
 
+from idempotency_cases import cases as idempotency_cases
+from idempotency_cases import report_lines as idempotency_report_lines
 from oslo_middleware.request_id import RequestId
 
 from tenancy_mw.tenant_path import TenantPath
@@ -300,6 +302,10 @@ import tenant_admin_cases  # noqa: E402
 CASES += tenant_admin_cases.cases(Case, target, TENANT, ONE_THIRD, _has_tenant)
 
 
+# The idempotency filter's rows live in bench/idempotency_cases.py.
+CASES += idempotency_cases(Case, target, ONE_THIRD, TENANT)
+
+
 @dataclass
 class Row:
     """A case built and measured."""
@@ -372,7 +378,7 @@ def measure_time(rows: list[Row], calls: int, repeats: int, seed: int = 0) -> No
     """
     shuffle = random.Random(seed).shuffle
     for row in rows:
-        time_batch(row, max(calls // 10, 10))  # warm-up: caches, specialised bytecode
+        time_batch(row, max(row.case.calls(calls) // 10, 10))  # warm-up: caches, specialised bytecode
     order = list(rows)
     for _ in range(repeats):
         shuffle(order)
@@ -445,7 +451,7 @@ def results(rows: list[Row], calls: int) -> list[dict]:
     batch is the one closest to the code's own cost.  Medians are kept in
     the JSON output for comparison.
     """
-    per_request = {row.case.name: min(row.batches_ns) / calls for row in rows}
+    per_request = {row.case.name: min(row.batches_ns) / row.case.calls(calls) for row in rows}
     bare = per_request[BARE]
     bare_peak = next(row.peak_bytes for row in rows if row.case.name == BARE)
     request_id = per_request[REQUEST_ID] - bare
@@ -467,7 +473,7 @@ def results(rows: list[Row], calls: int) -> list[dict]:
                 "method": row.template["REQUEST_METHOD"],
                 "target": row.template["RAW_URI"],
                 "total_ns": per_request[case.name],
-                "median_ns": statistics.median(row.batches_ns) / calls,
+                "median_ns": statistics.median(row.batches_ns) / case.calls(calls),
                 "overhead_ns": overhead,
                 "ratio_to_request_id": ratio,
                 "peak_bytes": row.peak_bytes,
@@ -558,6 +564,9 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     print()
     print(table(out))
+    print()
+    for line in idempotency_report_lines(BASE_ENVIRON, target, TENANT):
+        print(line)
     misses = [r["name"] for r in out if r["result"] == "MISS"]
     cells_report = id_resolver_bench.cells_latency(quick=args.quick)
     print()
