@@ -9,12 +9,27 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.functional.conftest import DEMO_INI, EXAMPLES_DIR, empty_servers_table, sqlite_url
+from tests.functional.conftest import (
+    DEMO_INI,
+    EXAMPLES_DIR,
+    DemoClient,
+    demo_server_env,
+    empty_servers_table,
+    migrated_registry,
+    sqlite_url,
+)
 from tests.functional.test_demo_server import assert_error, stored_rows
 
 
 def create(demo, tenant, name, token, header="X-Client-Token"):
     return demo.create(tenant, name, headers={header: token})
+
+
+@pytest.fixture
+def demo(demo):
+    """The demo with the tenants these tests use."""
+    demo.add_tenants("acme", "globex")
+    return demo
 
 
 def test_a_retried_create_makes_one_server_and_replays_the_first_answer(demo, demo_db):
@@ -83,6 +98,7 @@ def test_the_store_follows_the_demo_to_a_database_server(request, start_demo, ba
     url = request.getfixturevalue(backend + "_url")
     empty_servers_table(url)
     demo = start_demo(url)
+    demo.add_tenants("acme")
     token = str(uuid.uuid4())
     first = create(demo, "acme", "web1", token)
     again = create(demo, "acme", "web1", token)
@@ -100,8 +116,11 @@ def test_memcached_by_config(serve_paste, memcached_server, tmp_path):
     text = text.replace("backend = sql\n", "backend = memcached\nmemcached_servers = %s\n" % memcached_server.address)
     ini = tmp_path / "api-paste.ini"
     ini.write_text(text, encoding="utf-8")
+    database_url = sqlite_url(tmp_path / "demo.sqlite")
+    registry_url = migrated_registry(database_url, tmp_path)
     server = serve_paste(str(ini), workers=2, cwd=EXAMPLES_DIR,
-                         env={"TENANCY_DEMO_DATABASE_URL": sqlite_url(tmp_path / "demo.sqlite")})
+                         env=demo_server_env(database_url, registry_url, tmp_path))
+    DemoClient(server, registry_url).add_tenants("acme")
     token = str(uuid.uuid4())
     body = json.dumps({"server": {"name": "web1"}}).encode()
     headers = {"X-Client-Token": token, "Content-Type": "application/json"}
