@@ -378,7 +378,7 @@ def measure_time(rows: list[Row], calls: int, repeats: int, seed: int = 0) -> No
     """
     shuffle = random.Random(seed).shuffle
     for row in rows:
-        time_batch(row, max(row.case.calls(calls) // 10, 10))  # warm-up: caches, specialised bytecode
+        time_batch(row, max(calls // 10, 10))  # warm-up: caches, specialised bytecode
     order = list(rows)
     for _ in range(repeats):
         shuffle(order)
@@ -451,7 +451,7 @@ def results(rows: list[Row], calls: int) -> list[dict]:
     batch is the one closest to the code's own cost.  Medians are kept in
     the JSON output for comparison.
     """
-    per_request = {row.case.name: min(row.batches_ns) / row.case.calls(calls) for row in rows}
+    per_request = {row.case.name: min(row.batches_ns) / calls for row in rows}
     bare = per_request[BARE]
     bare_peak = next(row.peak_bytes for row in rows if row.case.name == BARE)
     request_id = per_request[REQUEST_ID] - bare
@@ -473,7 +473,7 @@ def results(rows: list[Row], calls: int) -> list[dict]:
                 "method": row.template["REQUEST_METHOD"],
                 "target": row.template["RAW_URI"],
                 "total_ns": per_request[case.name],
-                "median_ns": statistics.median(row.batches_ns) / case.calls(calls),
+                "median_ns": statistics.median(row.batches_ns) / calls,
                 "overhead_ns": overhead,
                 "ratio_to_request_id": ratio,
                 "peak_bytes": row.peak_bytes,

@@ -149,6 +149,11 @@ class MemoryStore:
             item = self._live(key)
             return None if item is None else item[2]
 
+    def clear(self) -> None:
+        """Forget every token (tests and benchmarks)."""
+        with self._lock:
+            self._items.clear()
+
     def close(self) -> None:
         """Nothing to close."""
 
