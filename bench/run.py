@@ -31,6 +31,8 @@ from io import BytesIO
 from time import perf_counter_ns
 from urllib.parse import unquote
 
+from idempotency_cases import cases as idempotency_cases
+from idempotency_cases import report_lines as idempotency_report_lines
 from oslo_middleware.request_id import RequestId
 
 from tenancy_mw.tenant_path import TenantPath
@@ -330,6 +332,10 @@ import tenant_admin_cases  # noqa: E402
 CASES += tenant_admin_cases.cases(Case, target, TENANT, ONE_THIRD, _has_tenant)
 
 
+# The idempotency filter's rows live in bench/idempotency_cases.py.
+CASES += idempotency_cases(Case, target, ONE_THIRD, TENANT)
+
+
 @dataclass
 class Row:
     """A case built and measured."""
@@ -588,6 +594,9 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     print()
     print(table(out))
+    print()
+    for line in idempotency_report_lines(BASE_ENVIRON, target, TENANT):
+        print(line)
     misses = [r["name"] for r in out if r["result"] == "MISS"]
     cells_report = id_resolver_bench.cells_latency(quick=args.quick)
     print()

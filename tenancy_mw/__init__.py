@@ -6,6 +6,8 @@ Filters (``paste.filter_factory`` entry points, ``use = egg:tenancy_mw#NAME``):
   from ``/{version}/{tenantId}/...``.
 - ``admin_cull`` (:class:`tenancy_mw.admin_cull.AdminCull`): keeps admin
   calls off a public endpoint.
+- ``idempotency`` (:class:`tenancy_mw.idempotency.Idempotency`): a retried
+  ``POST`` with the same client token runs once.
 
 Pure helpers that import no WSGI machinery live in :mod:`tenancy_mw.paths`
 (the canonical form of request paths) and :mod:`tenancy_mw.tenant_ids`

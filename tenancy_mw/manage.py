@@ -30,7 +30,7 @@ From Python::
     >>> from tenancy_mw.manage import main
     >>> with contextlib.redirect_stdout(io.StringIO()) as out:
     ...     status = main(["db", "components"])
-    >>> status, "tenants" in out.getvalue().split()
+    >>> status, {"tenants", "idempotency"} <= set(out.getvalue().split())
     (0, True)
 """
 
@@ -56,6 +56,7 @@ DATABASE_URL_ENV = "TENANCY_MW_DATABASE_URL"
 VERB_MODULES: tuple[str, ...] = (
     "tenancy_mw.uuid_backfill",
     "tenancy_mw.manage_tenants",
+    "tenancy_mw.idempotency.manage",
 )
 
 

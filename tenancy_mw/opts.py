@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from tenancy_mw.admin_cull import AdminCull
 from tenancy_mw.id_resolver import IdResolver
+from tenancy_mw.idempotency.filter import Idempotency
 from tenancy_mw.tenant_admin import TenantAdmin
 from tenancy_mw.tenant_path import TenantPath
 
 __all__ = ["FILTERS", "list_opts"]
 
 #: The filter classes, in the order their groups appear in a sample config.
-FILTERS = (TenantPath, AdminCull, IdResolver, TenantAdmin)
+FILTERS = (TenantPath, AdminCull, IdResolver, TenantAdmin, Idempotency)
 
 
 def list_opts():
@@ -24,6 +25,6 @@ def list_opts():
     Example::
 
         >>> [group for group, _ in list_opts()]
-        ['tenant_path', 'admin_cull', 'id_resolver', 'tenant_admin']
+        ['tenant_path', 'admin_cull', 'id_resolver', 'tenant_admin', 'idempotency']
     """
     return [(cls.opt_group, cls.all_opts()) for cls in FILTERS]

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from tests.support import databases
+from tests.support import databases, memcached
 from tests.support.servers import GunicornServer
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -95,3 +95,20 @@ def make_database(tmp_path):
 def sql_url(request, make_database):
     """A fresh, empty database on each backend in turn (SQLite, PostgreSQL, MariaDB)."""
     return make_database(request.param)
+
+
+@pytest.fixture(scope="module")
+def memcached_server():
+    """One real memcached server (tests/support/memcached.py) for the test module."""
+    (server,) = memcached.start_servers(1, require)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def memcached_cluster():
+    """Three real memcached servers for the test module; a test may kill and restart them."""
+    servers = memcached.start_servers(3, require)
+    yield servers
+    for server in servers:
+        server.stop()

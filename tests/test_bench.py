@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support import memcached
+
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench" / "run.py"
 
@@ -44,10 +46,17 @@ ID_RESOLVER_ROWS = ["id_resolver pass-through", "id_resolver except word"]
 TENANT_ADMIN_ROWS = ["tenant_admin hit", "tenant_admin miss", "public pipeline"]
 
 
+# bench/idempotency_cases.py: the memcached rows need Debian's memcached (make test installs it).
+IDEMPOTENCY_ROWS = ["idem no token", "idem first memory", "idem replay memory"]
+IDEMPOTENCY_MEMCACHED_ROWS = ["idem first memcached", "idem replay memcached"]
+
+
 def expected_rows() -> list[str]:
-    if importlib.util.find_spec("tenancy_mw.admin_cull") is None:
-        return ROWS + ID_RESOLVER_ROWS + TENANT_ADMIN_ROWS
-    return ROWS + ADMIN_CULL_ROWS + ID_RESOLVER_ROWS + TENANT_ADMIN_ROWS
+    rows = ROWS if importlib.util.find_spec("tenancy_mw.admin_cull") is None else ROWS + ADMIN_CULL_ROWS
+    rows = rows + ID_RESOLVER_ROWS + TENANT_ADMIN_ROWS + IDEMPOTENCY_ROWS
+    if memcached.available():
+        rows += IDEMPOTENCY_MEMCACHED_ROWS
+    return rows
 
 
 def run_bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -103,6 +112,12 @@ def test_quick_run_reports_every_row(tmp_path):
     assert cells["result"] in ("PASS", "MISS")
     assert "id_resolver across cells" in proc.stdout
     assert "goal worst cases: overhead <= 5 ms" in proc.stdout
+    assert by_name["idem no token"]["goal_ratio"] == 1 / 3
+    # The store round trips: at most 2 for a first request, 1 for a replay, on every store measured.
+    trips = [line.split() for line in proc.stdout.splitlines() if line.startswith("  ") and " first " in line]
+    assert [t[0] for t in trips] == ["memory"] + (["memcached"] if memcached.available() else [])
+    for t in trips:
+        assert t[1:] == ["first", "2,", "replay", "1", "PASS"], t
 
 
 def test_header_names_the_machine(tmp_path):

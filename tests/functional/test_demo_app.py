@@ -17,6 +17,7 @@ from paste.deploy import loadapp
 from tenancy_mw import migrations
 from tenancy_mw.admin_cull import AdminCull
 from tenancy_mw.id_resolver import IdResolver
+from tenancy_mw.idempotency import Idempotency
 from tenancy_mw.tenant_admin import TenantAdmin
 from tenancy_mw.tenant_path import TenantPath
 from tests.functional.conftest import DEMO_INI, sqlite_url
@@ -53,7 +54,11 @@ def test_the_paste_file_builds_the_public_and_admin_pipelines(tmp_path, monkeypa
     assert isinstance(public_admin, TenantAdmin)
     assert public_admin.admin_api is False
     assert public_admin.registry.engine.url.database == str(tmp_path / "tenants.sqlite")
-    id_resolver = public_admin.application
+    idempotency = public_admin.application
+    assert isinstance(idempotency, Idempotency)
+    # Its sql store lives in the app's database, the environment's included.
+    assert idempotency.store.engine.url.database == str(db)
+    id_resolver = idempotency.application
     assert isinstance(id_resolver, IdResolver)
     # The filter and the app look at the same cells, those of the environment.
     assert {name: str(engine.url) for name, engine in id_resolver.lookup.engines.items()} == cells
@@ -90,6 +95,7 @@ def test_the_paste_file_builds_the_public_and_admin_pipelines(tmp_path, monkeypa
     demo.store.close()
     id_resolver.lookup.close()
     admin_filter.application.store.close()
+    idempotency.store.close()
 
 
 def test_database_url_of_the_section_is_relative_to_the_paste_file(tmp_path, monkeypatch):

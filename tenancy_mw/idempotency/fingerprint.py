@@ -1,0 +1,121 @@
+"""The fingerprint of a request: what makes a retry "the same request".
+
+Pure helpers, no WSGI machinery.
+
+Two requests with one token are the same request when their fingerprints
+are equal.  The fingerprint is a SHA-256 over:
+
+- the method;
+- the canonical path (:mod:`tenancy_mw.paths`), so ``/v2.1/a%20b/servers``
+  and ``/v2.1/a b/servers`` are one path;
+- the canonical query string: parameters decoded, then sorted by name
+  (a stable sort: repeated parameters keep their order, which may matter
+  to the app), then encoded again (:func:`canonical_query`);
+- the body: a JSON body (``application/json`` or ``*/*+json``) in
+  canonical form, keys sorted and no white space, so key order and
+  spacing do not matter (:func:`canonical_json`); any other body, or a
+  JSON body that does not parse or repeats a key, as its bytes.
+
+Example::
+
+    >>> a = fingerprint("POST", "/v2.1/acme/servers", "", b'{"server": {"name": "a", "flavor": 1}}',
+    ...                 "application/json")
+    >>> b = fingerprint("POST", "/v2.1/acme/servers", "", b'{"server":{"flavor":1,"name":"a"}}',
+    ...                 "application/json; charset=utf-8")
+    >>> a == b
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from urllib.parse import quote_from_bytes, unquote_to_bytes
+
+__all__ = ["canonical_json", "canonical_query", "fingerprint", "is_json_media_type"]
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list) -> dict:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        # {"a": 1, "a": 2}: parsers disagree on which one wins, so the body
+        # is not canonicalised (its bytes are hashed instead).
+        raise _DuplicateKey("repeated key")
+    return result
+
+
+# Built once: json.loads()/dumps() with options build new ones on every call.
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates)
+_CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_json(body: bytes) -> bytes | None:
+    """*body* in canonical JSON form, or ``None`` if it is not one unambiguous JSON document.
+
+    Example::
+
+        >>> canonical_json(b'{ "b": [1, 2.0], "a": "\\\\u00e9" }')
+        b'{"a":"\\xc3\\xa9","b":[1,2.0]}'
+        >>> canonical_json(b'{"a": 1, "a": 2}') is None
+        True
+    """
+    try:
+        text = body.decode("utf-8") if isinstance(body, bytes) else body
+        return _CANONICAL_ENCODER.encode(_DECODER.decode(text)).encode("utf-8", "surrogatepass")
+    except (ValueError, RecursionError, UnicodeError):
+        return None
+
+
+def canonical_query(query: str) -> str:
+    """The query string *query* (as in ``QUERY_STRING``) in canonical form.
+
+    Example::
+
+        >>> canonical_query("b=2&a=%7e&a=1&c")
+        'a=~&a=1&b=2&c='
+    """
+    if not query:
+        return ""
+    pairs = []
+    for part in query.encode("latin-1", "surrogateescape").split(b"&"):
+        if not part:
+            continue
+        name, _, value = part.partition(b"=")
+        pairs.append((unquote_to_bytes(name.replace(b"+", b" ")), unquote_to_bytes(value.replace(b"+", b" "))))
+    pairs.sort(key=lambda pair: pair[0])
+    return "&".join(quote_from_bytes(name, safe="") + "=" + quote_from_bytes(value, safe="") for name, value in pairs)
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    """True for ``application/json`` and ``type/x+json`` (parameters ignored)."""
+    if not content_type:
+        return False
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return media_type == "application/json" or media_type.endswith("+json")
+
+
+def fingerprint(method: str, path: str, query: str, body: bytes, content_type: str | None = None) -> str:
+    """The hex SHA-256 fingerprint of a request (see the module documentation).
+
+    :param path: the canonical path, as ``str(canonical_path(environ))``.
+    :param query: the raw query string (``QUERY_STRING``).
+    :param content_type: the request's ``Content-Type``; JSON bodies are canonicalised.
+    """
+    canonical_body = canonical_json(body) if body and is_json_media_type(content_type) else None
+    kind = b"json" if canonical_body is not None else b"bytes"
+    digest = hashlib.sha256()
+    for part in (
+        method.encode("latin-1", "replace"),
+        path.encode("utf-8", "surrogatepass"),
+        canonical_query(query).encode("ascii"),
+        kind,
+        hashlib.sha256(canonical_body if canonical_body is not None else body).digest(),
+    ):
+        # Length-prefixed, so no two different requests concatenate alike.
+        digest.update(b"%d:" % len(part))
+        digest.update(part)
+    return digest.hexdigest()
