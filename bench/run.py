@@ -35,6 +35,7 @@ from idempotency_cases import cases as idempotency_cases
 from idempotency_cases import report_lines as idempotency_report_lines
 from oslo_middleware.request_id import RequestId
 
+from tenancy_mw.tag_query import TagQueryFilter
 from tenancy_mw.tenant_path import TenantPath
 
 try:
@@ -334,6 +335,40 @@ CASES += tenant_admin_cases.cases(Case, target, TENANT, ONE_THIRD, _has_tenant)
 
 # The idempotency filter's rows live in bench/idempotency_cases.py.
 CASES += idempotency_cases(Case, target, ONE_THIRD, TENANT)
+
+
+def _tag_query(expected_tags: int):
+    """The check that the app got a TagQuery naming *expected_tags* tags in all."""
+    def check(seen: dict) -> bool:
+        query = seen["tenancy.tag_query"]
+        return len(query.tags | query.tags_any | query.not_tags | query.not_tags_any) == expected_tags
+
+    return check
+
+
+# tag_query's rows: its parse cost.
+CASES += [
+    # Every list call pays this: no tag parameter, the fast path.
+    Case(
+        "tag_query no tags",
+        "tag_query",
+        lambda app: TagQueryFilter(app, {}),
+        target("/v2.1/%s/servers/detail?limit=20&sort_key=name" % TENANT),
+        goal=ONE_THIRD,
+        reaches_app=_tag_query(0),
+    ),
+    # All four parameters, seven tags, one percent-encoded: the parse and
+    # every check of every tag, work the service would otherwise do
+    # itself: measured, no goal.
+    Case(
+        "tag_query 4 params",
+        "tag_query",
+        lambda app: TagQueryFilter(app, {}),
+        target("/v2.1/%s/servers/detail?tags=web,prod&tags-any=eu-west,%%E2%%88%%91&not-tags=old"
+               "&not-tags-any=db,cache&limit=20" % TENANT),
+        reaches_app=_tag_query(7),
+    ),
+]
 
 
 @dataclass

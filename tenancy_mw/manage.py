@@ -30,7 +30,7 @@ From Python::
     >>> from tenancy_mw.manage import main
     >>> with contextlib.redirect_stdout(io.StringIO()) as out:
     ...     status = main(["db", "components"])
-    >>> status, {"tenants", "idempotency"} <= set(out.getvalue().split())
+    >>> status, {"tags", "tenants", "idempotency"} <= set(out.getvalue().split())
     (0, True)
 """
 

@@ -112,3 +112,16 @@ def memcached_cluster():
     yield servers
     for server in servers:
         server.stop()
+
+
+@pytest.fixture(scope="module", params=databases.BACKENDS)
+def module_sql_url(request, tmp_path_factory):
+    """A database of the module's own on each backend in turn, kept for the module's tests, then dropped.
+
+    For modules whose tests share tables (one ``create_all`` or migration
+    per backend) without sharing the session's databases with other modules.
+    """
+    if request.param == "sqlite":
+        yield databases.sqlite_url(tmp_path_factory.mktemp("module-db") / "db.sqlite")
+    else:
+        yield from databases.server_database(request.param, require)

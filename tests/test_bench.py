@@ -44,6 +44,8 @@ ADMIN_CULL_ROWS = [
 WORST_CASE_ROWS = {row for row in ADMIN_CULL_ROWS if "MiB " in row or "KiB " in row}
 ID_RESOLVER_ROWS = ["id_resolver pass-through", "id_resolver except word"]
 TENANT_ADMIN_ROWS = ["tenant_admin hit", "tenant_admin miss", "public pipeline"]
+# The tag_query rows: the parse cost with and without tag parameters.
+TAG_QUERY_ROWS = ["tag_query no tags", "tag_query 4 params"]
 
 
 # bench/idempotency_cases.py: the memcached rows need Debian's memcached (make test installs it).
@@ -56,7 +58,7 @@ def expected_rows() -> list[str]:
     rows = rows + ID_RESOLVER_ROWS + TENANT_ADMIN_ROWS + IDEMPOTENCY_ROWS
     if memcached.available():
         rows += IDEMPOTENCY_MEMCACHED_ROWS
-    return rows
+    return rows + TAG_QUERY_ROWS
 
 
 def run_bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -95,9 +97,10 @@ def test_quick_run_reports_every_row(tmp_path):
             assert by_name[name]["goal_ratio"] is None, name
             assert by_name[name]["goal_max_overhead_ns"] == 5_000_000, name
             assert by_name[name]["result"] in ("PASS", "MISS"), name
-        elif name.startswith(("tenant_path ", "admin_cull ", "tenant_admin hit")):
+        elif name.startswith(("tenant_path ", "admin_cull ", "tenant_admin hit")) or name == "tag_query no tags":
             assert by_name[name]["goal_ratio"] == 1 / 3, name
             assert by_name[name]["result"] in ("PASS", "MISS"), name
+    assert by_name["tag_query 4 params"]["goal_ratio"] is None
     assert report["calls"] > 0
     assert report["repeats"] > 0
     assert report["python"] == "%d.%d.%d" % sys.version_info[:3]

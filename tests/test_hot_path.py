@@ -10,6 +10,7 @@ import webob.request
 
 from tenancy_mw.admin_cull import AdminCull
 from tenancy_mw.idempotency import Idempotency
+from tenancy_mw.tag_query import TagQueryFilter
 from tenancy_mw.tenant_path import TenantPath
 from tests.support.apps import Recorder
 from tests.support.wsgi import call, make_environ
@@ -20,6 +21,7 @@ PASS_THROUGH = [
     ("DELETE", "/v2.1/acme/servers/7", ()),
     ("GET", "/v2.1/", ()),
     ("GET", "/v1.0/Bob's%20Tenant/widgets", ()),
+    ("GET", "/v2.1/acme/servers?tags=a,%E2%88%91&not-tags-any=c,d", ()),
 ]
 
 
@@ -34,7 +36,7 @@ def test_pass_through_builds_no_webob_request(monkeypatch, method, target, heade
 
     monkeypatch.setattr(webob.request.BaseRequest, "__init__", spy)
     recorder = Recorder()
-    app = AdminCull(TenantPath(Idempotency(recorder, {"backend": "memory"}), {}), {})
+    app = AdminCull(TenantPath(Idempotency(TagQueryFilter(recorder, {}), {"backend": "memory"}), {}), {})
     assert call(app, make_environ(method, target, headers, b"{}" if method == "POST" else b""))[0] == 200
     assert len(recorder.seen) == 1
     assert built == []
@@ -49,6 +51,7 @@ def test_pure_helpers_import_no_wsgi_machinery():
         "import tenancy_mw.cell_ids, tenancy_mw.cell_lookup, tenancy_mw.uuid_backfill\n"
         "import tenancy_mw.idempotency.tokens, tenancy_mw.idempotency.fingerprint, tenancy_mw.idempotency.records\n"
         "import tenancy_mw.idempotency.stores, tenancy_mw.idempotency.sql_store\n"
+        "import tenancy_mw.tags, tenancy_mw.tag_store\n"
         "wsgi = ('webob', 'oslo_middleware', 'paste', 'oslo_config')\n"
         "loaded = sorted(m for m in set(sys.modules) - before if m.split('.')[0] in wsgi)\n"
         "print(loaded)\n"

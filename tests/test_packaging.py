@@ -14,7 +14,7 @@ from paste.deploy import loadapp
 from tenancy_mw import opts
 
 REPO = Path(__file__).resolve().parent.parent
-FILTERS = ["tenant_path", "admin_cull", "id_resolver", "tenant_admin", "idempotency"]
+FILTERS = ["tenant_path", "admin_cull", "id_resolver", "tenant_admin", "idempotency", "tag_query"]
 
 
 @pytest.mark.parametrize("name", FILTERS)

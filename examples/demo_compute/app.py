@@ -10,11 +10,17 @@ POST        ``/v2.1/{project_id}/servers``        ``201``, ``{"server": {...}}``
 GET         ``/v2.1/{project_id}/servers``        ``{"servers": [...]}``
 GET         ``/v2.1/{project_id}/servers/{id}``   ``{"server": {...}}``
 DELETE      ``/v2.1/{project_id}/servers/{id}``   ``204``
+GET, PUT,   ``/v2.1/{project_id}/servers/{id}/``  the tag API (from 2.26; see
+DELETE      ``tags[/{tag}]``                      :mod:`demo_compute.tags`)
 ==========  ====================================  ====================================
 
 ``os-services`` and ``os-hypervisors`` (under ``/v2.1`` or
 ``/v2.1/{project_id}``), across the demo's cell databases, are served by
 :mod:`demo_compute.cells_api`, behind tenancy_mw's ``id_resolver``.
+
+From microversion 2.26 a server shows its ``tags``, and the list takes
+``tags``, ``tags-any``, ``not-tags`` and ``not-tags-any``
+(:mod:`demo_compute.tags`, parsed by the ``tag_query`` filter).
 
 Requests under ``/v2.1`` are served at the microversion the client asks
 for (:mod:`demo_compute.microversions`: ``2.1`` to ``2.53``, nova's headers,
@@ -63,7 +69,9 @@ from webob import Request, Response
 from demo_compute import API_VERSION, cells_api, microversions
 from demo_compute.cells import DemoCells, cells_setting
 from demo_compute.storage import InvalidName, ServerStore, absolute_sqlite_url, validate_name
+from demo_compute.tags import NoTagQuery, ServerTags
 from tenancy_mw.errors import render_error
+from tenancy_mw.json_body import BodyError, read_json_body
 from tenancy_mw.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN, InvalidTenantId, find_version, quote_tenant_id
 from tenancy_mw.tenant_path import TENANT_ID_KEY
@@ -131,6 +139,8 @@ class DemoCompute:
         self.store = store
         #: os-services and os-hypervisors across the cells, when the demo has cells.
         self.cells_api = cells
+        #: Tags on servers (microversion 2.26 and later): :mod:`demo_compute.tags`.
+        self.tags = ServerTags(store)
 
     def __call__(self, environ: dict, server_start_response: Callable):
         """Answer one request."""
@@ -210,12 +220,16 @@ class DemoCompute:
             if req.method == "POST":
                 return self._create(req, tenant_id, base)
             self._allow(req, _SERVERS_ALLOW)
-            return self._list(tenant_id, base)
+            return self._list(req, tenant_id, base)
+        if len(resource) in (3, 4) and resource[0] == "servers" and resource[2] == "tags":
+            answer = self.tags.respond(req, resource[1], resource[3] if len(resource) == 4 else None)
+            if answer is not None:
+                return answer
         if len(resource) == 2 and resource[0] == "servers":
             if req.method == "DELETE":
                 return self._delete(tenant_id, resource[1])
             self._allow(req, _SERVER_ALLOW)
-            return self._show(tenant_id, resource[1], base)
+            return self._show(req, tenant_id, resource[1], base)
         raise _Fail(404, "demo.not-found", "Nothing is at %r." % shorten(str(canonical)))
 
     @staticmethod
@@ -277,19 +291,28 @@ class DemoCompute:
         view = self._view(server, base)
         return _json_response({"server": view}, 201, {"Location": view["links"][0]["href"]})
 
-    def _list(self, tenant_id: str, base: str) -> Response:
-        servers = self.store.list_servers(tenant_id)
-        return _json_response({"servers": [self._view(server, base) for server in servers]})
+    def _list(self, req: Request, tenant_id: str, base: str) -> Response:
+        try:
+            tag_query = self.tags.list_query(req.environ)
+        except NoTagQuery as exc:
+            raise _Fail(400, "demo.no-tag-query", exc.detail) from None
+        where = None if tag_query is None else self.tags.condition(tag_query, self.store.servers.c.id)
+        views = [self._view(server, base) for server in self.store.list_servers(tenant_id, where)]
+        self.tags.add_to_views(req.environ, views)
+        return _json_response({"servers": views})
 
-    def _show(self, tenant_id: str, server_id: str, base: str) -> Response:
+    def _show(self, req: Request, tenant_id: str, server_id: str, base: str) -> Response:
         server = self.store.get_server(tenant_id, server_id)
         if server is None:
             raise self._no_server(server_id)
-        return _json_response({"server": self._view(server, base)})
+        view = self._view(server, base)
+        self.tags.add_to_views(req.environ, [view])
+        return _json_response({"server": view})
 
     def _delete(self, tenant_id: str, server_id: str) -> Response:
         if not self.store.delete_server(tenant_id, server_id):
             raise self._no_server(server_id)
+        self.tags.forget(server_id)
         return Response(status=204)
 
     @staticmethod
@@ -300,24 +323,10 @@ class DemoCompute:
 
     @staticmethod
     def _name_from_body(req: Request) -> str:
-        if req.content_length is not None and req.content_length > MAX_BODY_BYTES:
-            raise _Fail(413, "demo.body-too-large", "The request body is over %d bytes." % MAX_BODY_BYTES)
-        raw = req.body_file.read(MAX_BODY_BYTES + 1)
-        if len(raw) > MAX_BODY_BYTES:
-            raise _Fail(413, "demo.body-too-large", "The request body is over %d bytes." % MAX_BODY_BYTES)
-        if not raw.strip():
-            raise _Fail(400, "demo.bad-body", "The request body is empty; send %s." % _CREATE_EXAMPLE)
         try:
-            document = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            # ValueError covers bad JSON and bytes that are not UTF-8;
-            # RecursionError a body nested deeper than the parser goes.
-            raise _Fail(
-                400,
-                "demo.bad-json",
-                "The request body %r is not valid JSON (%s); send %s."
-                % (shorten(raw.decode("utf-8", "replace")), shorten(str(exc)), _CREATE_EXAMPLE),
-            ) from None
+            document = read_json_body(req.environ, MAX_BODY_BYTES, _CREATE_EXAMPLE)
+        except BodyError as exc:
+            raise _Fail(exc.status, "demo." + exc.rule, exc.detail) from None
         server = document.get("server") if isinstance(document, dict) else None
         if not isinstance(server, dict):
             raise _Fail(

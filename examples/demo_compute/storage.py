@@ -35,6 +35,7 @@ from sqlalchemy.engine import URL, make_url
 
 from tenancy_mw import sql
 from tenancy_mw.paths import shorten
+from tenancy_mw.tags import define_tables
 from tenancy_mw.tenant_ids import MAX_TENANT_ID_LENGTH, validate_tenant_id
 
 __all__ = [
@@ -150,6 +151,9 @@ class ServerStore:
             sa.Column("deleted", sa.DateTime(), nullable=False),
             **sql.table_options(),
         )
+        #: The tag tables (:mod:`tenancy_mw.tags`), in the servers' database so
+        #: a list is filtered by tag in the same SQL query.
+        self.tag_tables = define_tables(self.metadata)
         self._create_tables()
         if sql.is_mysql(self.engine.dialect):
             self._check_exact_collation()
@@ -202,11 +206,13 @@ class ServerStore:
             conn.execute(self.servers.insert().values(**row))
         return self._as_server(row)
 
-    def list_servers(self, tenant_id: str) -> list[dict]:
-        """The servers of *tenant_id*, oldest first."""
+    def list_servers(self, tenant_id: str, where: sa.ColumnElement | None = None) -> list[dict]:
+        """The servers of *tenant_id*, oldest first; only those meeting the SQL condition *where*, if given."""
         validate_tenant_id(tenant_id)
         table = self.servers
         query = sa.select(table).where(table.c.tenant_id == tenant_id).order_by(table.c.created, table.c.id)
+        if where is not None:
+            query = query.where(where)
         with self.engine.connect() as conn:
             rows = conn.execute(query).mappings().all()
         # The database compares exactly (see the module documentation); this

@@ -18,6 +18,7 @@ from tenancy_mw import migrations
 from tenancy_mw.admin_cull import AdminCull
 from tenancy_mw.id_resolver import IdResolver
 from tenancy_mw.idempotency import Idempotency
+from tenancy_mw.tag_query import TagQueryFilter
 from tenancy_mw.tenant_admin import TenantAdmin
 from tenancy_mw.tenant_path import TenantPath
 from tests.functional.conftest import DEMO_INI, sqlite_url
@@ -58,7 +59,9 @@ def test_the_paste_file_builds_the_public_and_admin_pipelines(tmp_path, monkeypa
     assert isinstance(idempotency, Idempotency)
     # Its sql store lives in the app's database, the environment's included.
     assert idempotency.store.engine.url.database == str(db)
-    id_resolver = idempotency.application
+    tag_query = idempotency.application
+    assert isinstance(tag_query, TagQueryFilter)
+    id_resolver = tag_query.application
     assert isinstance(id_resolver, IdResolver)
     # The filter and the app look at the same cells, those of the environment.
     assert {name: str(engine.url) for name, engine in id_resolver.lookup.engines.items()} == cells
@@ -71,7 +74,8 @@ def test_the_paste_file_builds_the_public_and_admin_pipelines(tmp_path, monkeypa
     admin = loadapp("config:" + DEMO_INI, name="admin", global_conf=overrides)
     assert isinstance(admin, RequestId)
     assert isinstance(admin.application, TenantPath)
-    admin_filter = admin.application.application
+    assert isinstance(admin.application.application, TagQueryFilter)
+    admin_filter = admin.application.application.application
     assert isinstance(admin_filter, TenantAdmin)
     assert admin_filter.admin_api is True
     assert admin_filter.cache.ttl == 0

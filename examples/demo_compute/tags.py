@@ -1,0 +1,106 @@
+"""Tags on the demo's servers, from microversion 2.26 (as nova has them).
+
+- ``/v2.1/{project_id}/servers/{id}/tags`` and ``.../tags/{tag}``: the tag
+  API of :class:`tenancy_mw.tag_api.TagAPI` (list, replace, delete all; add,
+  check, delete one), for the tenant's own servers only: a server of
+  another tenant is ``404``, as an unknown one.
+- ``tags`` in ``GET /servers/{id}`` and in every server of ``GET /servers``,
+  read for a whole page in one query (:meth:`TagStore.tags_of_many`).
+- ``GET /servers`` honours ``tags``, ``tags-any``, ``not-tags`` and
+  ``not-tags-any``: the ``tag_query`` filter of ``api-paste.ini`` parses them
+  into ``environ['tenancy.tag_query']`` and the list query gets its SQL
+  condition (``EXISTS`` / ``NOT EXISTS``, so a page counts servers).
+
+Below 2.26 the tag URLs are ``404`` and the tag parameters are ignored, as in
+nova (a client that does not ask for 2.26 does not know of tags).  The tag
+table lives in the servers' database, so the filter is one SQL query; a
+server's tags are removed when it is deleted.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import microversion_parse
+from webob import Request, Response
+
+from demo_compute.storage import ServerStore
+from tenancy_mw.tag_api import TagAPI
+from tenancy_mw.tag_query import TAG_QUERY_KEY
+from tenancy_mw.tag_store import TagStore
+from tenancy_mw.tags import InvalidTagQuery, TagQuery, parse_tag_query
+from tenancy_mw.tenant_path import TENANT_ID_KEY
+
+__all__ = ["TAGS_MICROVERSION", "NoTagQuery", "ServerTags"]
+
+#: The first microversion with tags (nova's 2.26).
+TAGS_MICROVERSION = microversion_parse.Version(2, 26)
+_MICROVERSION_KEY = "demo_compute.microversion"
+
+
+class NoTagQuery(Exception):
+    """A list request with tag parameters but no ``tag_query`` filter in the pipeline to parse them."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class ServerTags:
+    """The tag side of the demo: the tag API for servers, tags in views, tag filters in lists."""
+
+    def __init__(self, store: ServerStore) -> None:
+        self.servers = store
+        self.store = TagStore(store.engine, tables=store.tag_tables)
+        self.api = TagAPI(self.store, owns=self._owns, noun="server")
+
+    def _owns(self, environ: dict, server_id: str) -> bool:
+        tenant_id = environ.get(TENANT_ID_KEY)
+        return tenant_id is not None and self.servers.get_server(tenant_id, server_id) is not None
+
+    @staticmethod
+    def enabled(environ: dict) -> bool:
+        """Whether the request is served at a microversion with tags."""
+        version = environ.get(_MICROVERSION_KEY)
+        return version is not None and version >= TAGS_MICROVERSION
+
+    def respond(self, req: Request, server_id: str, tag: str | None) -> Response | None:
+        """The answer of the tag API for ``servers/{id}/tags[/{tag}]``; ``None`` below 2.26 (not found)."""
+        if not self.enabled(req.environ):
+            return None
+        return req.get_response(functools.partial(self.api.respond, resource_id=server_id, tag=tag))
+
+    def list_query(self, environ: dict) -> TagQuery | None:
+        """The tag query a server list must honour, or ``None`` (no tag filter)."""
+        if not self.enabled(environ):
+            return None
+        query = environ.get(TAG_QUERY_KEY)
+        if query is None:
+            try:
+                asked = parse_tag_query(environ.get("QUERY_STRING", ""))
+            except InvalidTagQuery:
+                asked = True
+            if asked:
+                # Never ignore a filter the client asked for: a list it did
+                # not ask for could be acted on (deleted, say).
+                raise NoTagQuery(
+                    "This list has tag parameters but no tag_query filter parsed them: the tag_query filter"
+                    " must run before this app (check the pipeline in api-paste.ini).")
+            return None
+        return query if query else None
+
+    def condition(self, query: TagQuery, id_column):
+        """The SQL condition of *query* on the servers' id column."""
+        return query.where(id_column, self.store.tags)
+
+    def add_to_views(self, environ: dict, views: list[dict]) -> None:
+        """Put ``tags`` in each server view, from 2.26 (one query for all of them)."""
+        if not self.enabled(environ) or not views:
+            return
+        found = self.store.tags_of_many([view["id"] for view in views])
+        for view in views:
+            view["tags"] = found[view["id"]]
+
+    def forget(self, server_id: str) -> None:
+        """Drop the tags of a deleted server."""
+        self.store.forget(server_id)

@@ -1,0 +1,86 @@
+"""Read a JSON request body with a size limit; every way it can be wrong is one clear error.
+
+Plain WSGI (no webob): used by the tag API and the demo.
+
+Example::
+
+    >>> import io
+    >>> environ = {"CONTENT_LENGTH": "12", "wsgi.input": io.BytesIO(b'{"tags": []}')}
+    >>> read_json_body(environ, 1024, '{"tags": ["red"]}')
+    {'tags': []}
+    >>> read_json_body({"CONTENT_LENGTH": "5", "wsgi.input": io.BytesIO(b"{nope")}, 1024, "{}")
+    Traceback (most recent call last):
+      ...
+    tenancy_mw.json_body.BodyError: The request body '{nope' is not valid JSON (...); send {}.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tenancy_mw.paths import shorten
+
+__all__ = ["BodyError", "read_json_body"]
+
+
+class BodyError(ValueError):
+    """A request body that cannot be used.
+
+    :ivar status: 413 (too large) or 400.
+    :ivar rule: ``"body-too-large"``, ``"bad-body"`` (empty) or ``"bad-json"``.
+    :ivar detail: a sentence for the client.
+    """
+
+    def __init__(self, status: int, rule: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.rule = rule
+        self.detail = detail
+
+
+def read_json_body(environ: dict, max_bytes: int, example: str) -> object:
+    """The decoded JSON body of the request in *environ*; :class:`BodyError` when it cannot be had.
+
+    At most *max_bytes* are read, whatever ``Content-Length`` says (a body
+    without one, chunked, is read up to the limit too).  *example* is a
+    valid body, shown in the messages.
+    """
+    too_large = BodyError(413, "body-too-large", "The request body is over %d bytes." % max_bytes)
+    declared = environ.get("CONTENT_LENGTH")
+    # As webob reads a body: never past Content-Length (a keep-alive socket
+    # would block), and without one only a body the server says it ended
+    # (chunked, wsgi.input_terminated).  One byte past the limit tells a
+    # body of exactly max_bytes from a longer one.
+    if declared:
+        try:
+            length = int(declared)
+        except ValueError:
+            raise BodyError(400, "bad-body", "Content-Length %r is not a number." % shorten(declared)) from None
+        if length > max_bytes:
+            raise too_large
+        to_read = max(length, 0)
+    elif environ.get("wsgi.input_terminated"):
+        to_read = max_bytes + 1
+    else:
+        to_read = 0
+    stream = environ.get("wsgi.input")
+    try:
+        raw = stream.read(to_read) if stream is not None and to_read else b""
+    except (OSError, ValueError) as exc:
+        # A client that broke off, or a malformed chunked body.
+        raise BodyError(400, "bad-body", "The request body could not be read (%s)." % shorten(str(exc))) from None
+    if len(raw) > max_bytes:
+        raise too_large
+    if not raw.strip():
+        raise BodyError(400, "bad-body", "The request body is empty; send %s." % example)
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        # ValueError covers bad JSON and bytes that are not UTF-8;
+        # RecursionError a body nested deeper than the parser goes.
+        raise BodyError(
+            400,
+            "bad-json",
+            "The request body %r is not valid JSON (%s); send %s."
+            % (shorten(raw.decode("utf-8", "replace")), shorten(str(exc)), example),
+        ) from None

@@ -1,0 +1,277 @@
+"""The tags of any collection's resources, in the tag table: read, add, replace, remove.
+
+Pure SQLAlchemy (no WSGI): :mod:`tenancy_mw.tag_api` serves it over HTTP,
+and a service calls it directly for its own views (``tags`` in a list of
+servers: :meth:`TagStore.tags_of_many`, one query per page, no N+1).
+
+The tables are those of :func:`tenancy_mw.tags.define_tables`, made by
+``tenancy-mw-manage db upgrade --component tags`` (or a service's own
+``create_all`` on tables defined on its ``MetaData``).  Resource ids are
+strings of 1 to 255 characters; the store does not know which collection a
+resource belongs to, so the ids of every collection sharing one tag table
+must be unique across them (uuids are).  The service checks that a resource
+exists and belongs to the tenant before it calls the store
+(:mod:`tenancy_mw.tag_api` does that with the check the service plugs in).
+
+**The limit, under concurrency.**  At most ``max_tags`` tags per resource
+(50 by default, the spec's number).  Every write that can add tags runs in
+one transaction that first locks the resource's row of the lock table
+(``SELECT ... FOR UPDATE``; the row is created on first use), then reads
+the current tags, then writes.  Two requests adding different tags to one
+resource at once are thus serialised, and the second sees the first's tag
+before it counts: the resource never ends above the limit, on PostgreSQL
+and MariaDB (row locks) as on SQLite (one writer at a time).  Locking the
+resource's tag rows would not do: a resource with no tags has no row to
+lock, and rows added by another transaction are not locked by a count.
+The rare deadlock two first-time writers can meet on MariaDB is retried.
+
+Checks happen in the spec's order, not nova's: a tag already there is "already
+there" (nothing to add) even when the resource is at the limit.
+
+Example::
+
+    >>> store = TagStore("sqlite://", create_tables=True)
+    >>> store.add_tag("srv-1", "red"), store.add_tag("srv-1", "red")
+    (True, False)
+    >>> store.replace_tags("srv-2", ["b", "a"])
+    ['a', 'b']
+    >>> store.tags_of_many(["srv-1", "srv-2", "srv-3"])
+    {'srv-1': ['red'], 'srv-2': ['a', 'b'], 'srv-3': []}
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL
+
+from tenancy_mw import sql
+from tenancy_mw.paths import shorten
+from tenancy_mw.tags import MAX_RESOURCE_ID_LENGTH, TAG_LOCKS, TAGS, TagTables, validate_tag
+
+__all__ = ["DEFAULT_MAX_TAGS", "TagLimitExceeded", "TagStore"]
+
+#: The spec's limit of tags per resource.
+DEFAULT_MAX_TAGS = 50
+
+# Ids per query in tags_of_many: below SQLite's limit of bound parameters.
+_BATCH = 10_000
+# Deadlocks and serialisation failures: the transaction is run again.
+_RETRY_PGCODES = frozenset({"40001", "40P01"})
+_RETRY_MYSQL_ERRNOS = frozenset({1213, 1205})
+_ATTEMPTS = 5
+
+
+class TagLimitExceeded(ValueError):
+    """Adding the tags would take a resource over the limit; nothing was changed.
+
+    :ivar limit: the most tags a resource may have.
+    :ivar count: how many it would have had.
+    :ivar detail: a sentence for the client.
+    """
+
+    def __init__(self, resource_id: str, count: int, limit: int) -> None:
+        self.limit = limit
+        self.count = count
+        self.detail = "Resource %r would have %d tags; at most %d are allowed." % (
+            shorten(resource_id), count, limit)
+        super().__init__(self.detail)
+
+
+def _check_resource_id(resource_id: object) -> str:
+    if not isinstance(resource_id, str) or not 1 <= len(resource_id) <= MAX_RESOURCE_ID_LENGTH:
+        raise ValueError("resource id %s is not a string of 1 to %d characters"
+                         % (shorten(repr(resource_id)), MAX_RESOURCE_ID_LENGTH))
+    return resource_id
+
+
+def _retryable(exc: sa.exc.DBAPIError) -> bool:
+    orig = getattr(exc, "orig", None)
+    if getattr(orig, "pgcode", None) in _RETRY_PGCODES:
+        return True
+    args = getattr(orig, "args", ())
+    return bool(args) and args[0] in _RETRY_MYSQL_ERRNOS
+
+
+class TagStore:
+    """Tags of resources in the tag tables of a database.
+
+    :param engine: a SQLAlchemy engine or URL (made with
+        :func:`tenancy_mw.sql.create_engine`); the service's own engine when
+        it filters its own queries by tag (same database).
+    :param tables: the tag tables (default: those of :mod:`tenancy_mw.tags`).
+    :param max_tags: the most tags one resource may have.
+    :param create_tables: create missing tables (tests, demos; a service
+        runs ``tenancy-mw-manage db upgrade``).
+    """
+
+    def __init__(
+        self,
+        engine: sa.Engine | str | URL,
+        tables: TagTables | None = None,
+        max_tags: int = DEFAULT_MAX_TAGS,
+        create_tables: bool = False,
+    ) -> None:
+        if max_tags < 1:
+            raise ValueError("max_tags must be at least 1, not %r" % (max_tags,))
+        self.engine = engine if isinstance(engine, sa.Engine) else sql.create_engine(engine)
+        self.tags, self.locks = tables or TagTables(TAGS, TAG_LOCKS)
+        self.max_tags = max_tags
+        if create_tables:
+            self.tags.metadata.create_all(self.engine, tables=[self.tags, self.locks])
+        dialect = self.engine.dialect
+        self._sqlite = dialect.name == "sqlite"
+        if dialect.name == "postgresql":
+            self._insert_ignore = lambda table: postgresql.insert(table).on_conflict_do_nothing()
+        elif dialect.name == "sqlite":
+            self._insert_ignore = lambda table: sqlite.insert(table).on_conflict_do_nothing()
+        else:
+            self._insert_ignore = lambda table: table.insert().prefix_with("IGNORE")
+        # Every write transaction reads what committed before it got the lock.
+        self._write_options = {} if dialect.name == "sqlite" else {"isolation_level": "READ COMMITTED"}
+
+    # Reading ---------------------------------------------------------------
+
+    def tags_of(self, resource_id: str) -> list[str]:
+        """The tags of *resource_id*, sorted (by code point)."""
+        return self.tags_of_many([resource_id])[resource_id]
+
+    def tags_of_many(self, resource_ids: Iterable[str]) -> dict[str, list[str]]:
+        """``{resource_id: sorted tags}`` for every id given, in one query (per 10,000 ids).
+
+        Ids without tags map to ``[]``.  For list views: one query per page
+        instead of one per resource.
+        """
+        ids = list(dict.fromkeys(resource_ids))
+        found: dict[str, list[str]] = {resource_id: [] for resource_id in ids}
+        table = self.tags
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), _BATCH):
+                chunk = ids[start:start + _BATCH]
+                query = sa.select(table.c.resource_id, table.c.tag).where(table.c.resource_id.in_(chunk))
+                for resource_id, tag in conn.execute(query):
+                    # Exact comparison is the database's job (ExactString);
+                    # a key it matched loosely is not ours to show.
+                    if resource_id in found:
+                        found[resource_id].append(tag)
+        for tags in found.values():
+            tags.sort()
+        return found
+
+    def has_tag(self, resource_id: str, tag: str) -> bool:
+        """Whether *resource_id* has *tag* (compared exactly)."""
+        table = self.tags
+        query = sa.select(table.c.tag).where(table.c.resource_id == resource_id, table.c.tag == tag)
+        with self.engine.connect() as conn:
+            return any(found == tag for found in conn.execute(query).scalars())
+
+    # Writing ---------------------------------------------------------------
+
+    def add_tag(self, resource_id: str, tag: str) -> bool:
+        """Add *tag*; ``True`` when added, ``False`` when it was there already.
+
+        Raises :class:`TagLimitExceeded` (nothing changed) when the resource
+        has ``max_tags`` tags and *tag* is not one of them.
+        """
+        _check_resource_id(resource_id)
+        validate_tag(tag)
+
+        def work(conn):
+            current = self._lock_and_read(conn, resource_id)
+            if tag in current:
+                return False
+            if len(current) >= self.max_tags:
+                raise TagLimitExceeded(resource_id, len(current) + 1, self.max_tags)
+            conn.execute(self.tags.insert().values(resource_id=resource_id, tag=tag))
+            return True
+
+        return self._write(work)
+
+    def replace_tags(self, resource_id: str, tags: Iterable[str]) -> list[str]:
+        """Make *tags* the resource's whole set of tags; return it sorted.
+
+        Raises ``ValueError`` for a duplicate, :class:`~tenancy_mw.tags.InvalidTag`
+        for a bad tag and :class:`TagLimitExceeded` for too many; nothing is
+        changed then.
+        """
+        _check_resource_id(resource_id)
+        wanted = list(tags)
+        for tag in wanted:
+            validate_tag(tag)
+        if len(set(wanted)) != len(wanted):
+            raise ValueError("the tags hold a duplicate")
+        if len(wanted) > self.max_tags:
+            raise TagLimitExceeded(resource_id, len(wanted), self.max_tags)
+        wanted_set = set(wanted)
+
+        def work(conn):
+            current = self._lock_and_read(conn, resource_id)
+            gone = current - wanted_set
+            new = wanted_set - current
+            if gone:
+                conn.execute(self.tags.delete().where(self.tags.c.resource_id == resource_id,
+                                                      self.tags.c.tag.in_(sorted(gone))))
+            if new:
+                conn.execute(self.tags.insert(), [{"resource_id": resource_id, "tag": tag} for tag in sorted(new)])
+
+        self._write(work)
+        return sorted(wanted_set)
+
+    def remove_tag(self, resource_id: str, tag: str) -> bool:
+        """Remove *tag*; ``False`` when the resource did not have it."""
+        table = self.tags
+        with self.engine.begin() as conn:
+            return conn.execute(table.delete().where(table.c.resource_id == resource_id,
+                                                     table.c.tag == tag)).rowcount > 0
+
+    def remove_all(self, resource_id: str) -> int:
+        """Remove every tag of *resource_id*; return how many there were."""
+        table = self.tags
+        with self.engine.begin() as conn:
+            return conn.execute(table.delete().where(table.c.resource_id == resource_id)).rowcount
+
+    def forget(self, resource_id: str) -> None:
+        """Remove every trace of *resource_id* (its tags and lock row): call it when the resource is deleted."""
+        with self.engine.begin() as conn:
+            conn.execute(self.tags.delete().where(self.tags.c.resource_id == resource_id))
+            conn.execute(self.locks.delete().where(self.locks.c.resource_id == resource_id))
+
+    # Internals -------------------------------------------------------------
+
+    def _write(self, work):
+        """Run *work(conn)* in a write transaction; run it again after a deadlock."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                with self.engine.connect() as conn:
+                    if self._write_options:
+                        conn = conn.execution_options(**self._write_options)
+                    with conn.begin():
+                        return work(conn)
+            except sa.exc.DBAPIError as exc:
+                if attempt == _ATTEMPTS or not _retryable(exc):
+                    raise
+                time.sleep(0.01 * attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _lock_and_read(self, conn: sa.Connection, resource_id: str) -> set[str]:
+        """Lock the resource's lock row (made on first use); return its current tags."""
+        locks = self.locks
+        if self._sqlite:
+            # SQLite locks the whole database for a writer; a transaction
+            # must write first, or it may fail at once instead of waiting.
+            conn.execute(self._insert_ignore(locks).values(resource_id=resource_id))
+            return self._read(conn, resource_id)
+        lock = sa.select(locks.c.resource_id).where(locks.c.resource_id == resource_id).with_for_update()
+        if conn.execute(lock).first() is None:
+            # First write for this resource.  Insert-or-ignore, then lock:
+            # a concurrent first writer's row is waited for, never duplicated.
+            conn.execute(self._insert_ignore(locks).values(resource_id=resource_id))
+            conn.execute(lock).first()
+        return self._read(conn, resource_id)
+
+    def _read(self, conn: sa.Connection, resource_id: str) -> set[str]:
+        table = self.tags
+        return set(conn.execute(sa.select(table.c.tag).where(table.c.resource_id == resource_id)).scalars())

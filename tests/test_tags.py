@@ -1,0 +1,277 @@
+"""The pure tag helpers: validation, the query parser, ``matches()``, and the SQL condition on every backend."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tenancy_mw import sql
+from tenancy_mw.tags import (
+    InvalidTag,
+    InvalidTagQuery,
+    TagQuery,
+    define_tables,
+    parse_tag_query,
+    validate_tag,
+)
+
+# -- validation ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tag", ["red", "Red", "red ", " x", "é" * 30, "∑" * 20, "a" * 60, "100%", "a.b", "tags",
+                                 "with space", "emoji-😀", "%", "%zz"])
+def test_valid_tags(tag):
+    assert validate_tag(tag) == tag
+
+
+@pytest.mark.parametrize(
+    ("tag", "rule", "fragment"),
+    [
+        ("", "empty", "empty tag"),
+        ("a" * 61, "too-long", "61 bytes"),
+        ("é" * 31, "too-long", "62 bytes"),  # 31 characters, but 62 bytes: the spec counts bytes
+        ("∑" * 21, "too-long", "63 bytes"),
+        ("a/b", "slash", "'/'"),
+        ("a,b", "comma", "','"),
+        ("a\nb", "control-character", "control character"),
+        ("a\x00", "control-character", "control character"),
+        ("%2F", "percent-escape", "percent-escape"),
+        ("%u0041", "percent-escape", "percent-escape"),
+        (".", "dot-segment", "dot segment"),
+        ("..", "dot-segment", "dot segment"),
+        ("\ud800", "not-unicode", "lone surrogate"),
+        (5, "not-a-string", "not a string"),
+        (None, "not-a-string", "not a string"),
+    ],
+)
+def test_invalid_tags_name_the_rule(tag, rule, fragment):
+    with pytest.raises(InvalidTag) as caught:
+        validate_tag(tag)
+    assert caught.value.rule == rule
+    assert fragment in caught.value.detail
+
+
+# -- the parser ---------------------------------------------------------------
+
+
+def test_the_four_parameters_of_the_spec():
+    query = parse_tag_query("tags=red,blue&tags-any=green,orange&not-tags=old&not-tags-any=a,b&limit=5")
+    assert query.tags == {"red", "blue"}
+    assert query.tags_any == {"green", "orange"}
+    assert query.not_tags == {"old"}
+    assert query.not_tags_any == {"a", "b"}
+    assert all(isinstance(field, frozenset) for field in query[:4])
+
+
+def test_no_tag_parameters_matches_everything():
+    for query_string in ("", "limit=10&marker=x", "name=tags"):
+        query = parse_tag_query(query_string)
+        assert not query
+        assert query.matches([])
+        assert query.matches(["anything"])
+
+
+def test_a_repeated_parameter_is_merged():
+    # openstacksdk sends a Python list as repeated parameters.
+    assert parse_tag_query("tags=a&tags=b,c&tags=a").tags == {"a", "b", "c"}
+
+
+def test_percent_encoding_and_plus_are_decoded_once():
+    query = parse_tag_query("tags=%E2%88%91,a+b,%25zz")
+    assert query.tags == {"∑", "a b", "%zz"}
+
+
+def test_an_encoded_parameter_name_is_read_too():
+    assert parse_tag_query("%74ags=red").tags == {"red"}
+
+
+def test_tags_are_case_sensitive():
+    query = parse_tag_query("tags=Red")
+    assert query.matches(["Red"])
+    assert not query.matches(["red"])
+
+
+@pytest.mark.parametrize(
+    ("query_string", "rule", "fragments"),
+    [
+        ("tags=", "empty", ["empty tag", "tags"]),
+        ("tags-any=a,,b", "empty", ["empty tag", "tags-any"]),
+        ("not-tags=a,", "empty", ["not-tags"]),
+        ("tags=" + "x" * 61, "too-long", ["61 bytes", "tags"]),
+        ("not-tags-any=a%2Fb", "slash", ["'a/b'", "not-tags-any"]),
+        ("tags=a%0Ab", "control-character", ["tags"]),
+        ("tags=%252F", "percent-escape", ["'%2F'"]),
+        ("tags=%FF", "invalid-utf8", ["not valid UTF-8", "tags"]),
+    ],
+)
+def test_bad_parameters_name_the_tag_parameter_and_rule(query_string, rule, fragments):
+    with pytest.raises(InvalidTagQuery) as caught:
+        parse_tag_query(query_string)
+    assert caught.value.rule == rule
+    for fragment in fragments:
+        assert fragment in caught.value.detail
+
+
+def test_a_wsgi_query_string_with_raw_utf8_bytes():
+    # PEP 3333: a server may hand raw bytes as latin-1 text.
+    raw = "tags=∑".encode().decode("latin-1")
+    assert parse_tag_query(raw).tags == {"∑"}
+
+
+def test_too_many_tags_in_one_query():
+    names = ",".join("t%d" % n for n in range(51))
+    with pytest.raises(InvalidTagQuery) as caught:
+        parse_tag_query("tags=" + names)
+    assert caught.value.rule == "too-many-tags"
+    assert parse_tag_query("tags=" + names, max_tags=None).tags
+
+
+def test_a_mapping_as_input():
+    query = parse_tag_query({"tags": "a,b", "not-tags": ["c", "d,e"], "other": "x"})
+    assert query.tags == {"a", "b"}
+    assert query.not_tags == {"c", "d", "e"}
+
+
+def test_unknown_semantics_is_refused():
+    with pytest.raises(ValueError, match="not_tags_semantics"):
+        parse_tag_query("tags=a", "neutron")
+
+
+# -- matches(): the spec's sentences ---------------------------------------
+
+
+def matching(query_string, semantics="guideline"):
+    query = parse_tag_query(query_string, semantics)
+    resources = {"none": set(), "red": {"red"}, "blue": {"blue"}, "both": {"red", "blue"}, "green": {"green"}}
+    return sorted(name for name, tags in resources.items() if query.matches(tags))
+
+
+def test_matches_follows_the_guideline():
+    assert matching("tags=red,blue") == ["both"]
+    assert matching("tags-any=red,blue") == ["blue", "both", "red"]
+    # "do not have the red nor the blue tag"
+    assert matching("not-tags=red,blue") == ["green", "none"]
+    # "do not have the red tag, or do not have the blue tag"
+    assert matching("not-tags-any=red,blue") == ["blue", "green", "none", "red"]
+
+
+def test_nova_semantics_swap_the_not_parameters():
+    assert matching("not-tags=red,blue", "nova") == ["blue", "green", "none", "red"]
+    assert matching("not-tags-any=red,blue", "nova") == ["green", "none"]
+    query = parse_tag_query("not-tags=red,blue", "nova")
+    # The fields still hold what each parameter held.
+    assert query.not_tags == {"red", "blue"}
+    assert not query.not_tags_any
+
+
+def test_a_contradictory_query_is_valid_and_matches_nothing():
+    assert matching("tags=blue&not-tags=blue") == []
+    assert matching("tags=red,blue&not-tags-any=red,blue") == []
+
+
+# -- pure ------------------------------------------------------------------
+# tenancy_mw.tags and tenancy_mw.tag_store import no WSGI machinery: checked
+# with the other pure helpers in tests/test_hot_path.py.
+
+
+# -- SQL -------------------------------------------------------------------
+
+POOL = ["a", "b", "c", "d", "e", "A", "a "]  # case and trailing space make other tags
+
+_metadata = sa.MetaData()
+RESOURCES = sa.Table("things", _metadata, sa.Column("id", sql.ExactString(40), primary_key=True),
+                     **sql.table_options())
+TABLES = define_tables(_metadata)
+
+
+@pytest.fixture(scope="module")
+def tag_engine(module_sql_url):
+    """One engine per backend on a database of the module's own, with the tables made."""
+    engine = sql.create_engine(module_sql_url)
+    _metadata.create_all(engine)
+    yield engine
+    engine.dispose()
+
+
+def fill(engine, resources: dict[str, set[str]]) -> None:
+    with engine.begin() as conn:
+        conn.execute(TABLES.tags.delete())
+        conn.execute(RESOURCES.delete())
+        if resources:
+            conn.execute(RESOURCES.insert(), [{"id": rid} for rid in resources])
+        rows = [{"resource_id": rid, "tag": tag} for rid, tags in resources.items() for tag in tags]
+        if rows:
+            conn.execute(TABLES.tags.insert(), rows)
+
+
+def sql_result(engine, query: TagQuery, limit: int | None = None) -> list[str]:
+    statement = sa.select(RESOURCES.c.id).order_by(RESOURCES.c.id)
+    if limit is not None:
+        statement = statement.limit(limit)
+    with engine.connect() as conn:
+        return list(conn.execute(query.apply(statement, RESOURCES.c.id, TABLES.tags)).scalars())
+
+
+tag_sets = st.frozensets(st.sampled_from(POOL), max_size=5)
+queries = st.builds(
+    TagQuery,
+    tag_sets,
+    tag_sets,
+    tag_sets,
+    tag_sets,
+    st.sampled_from(["guideline", "nova"]),
+)
+resource_sets = st.dictionaries(st.sampled_from(["r%02d" % n for n in range(12)]),
+                                st.frozensets(st.sampled_from(POOL), max_size=6), max_size=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(resources=resource_sets, query_list=st.lists(queries, min_size=1, max_size=6))
+def test_sql_returns_exactly_what_matches_accepts(tag_engine, resources, query_list):
+    fill(tag_engine, resources)
+    for query in query_list:
+        expected = sorted(rid for rid, tags in resources.items() if query.matches(tags))
+        assert sql_result(tag_engine, query) == expected, query
+
+
+def test_sql_never_duplicates_rows_so_limit_counts_resources(tag_engine):
+    fill(tag_engine, {"r1": {"a", "b", "c"}, "r2": {"a", "b", "c"}, "r3": {"a"}, "r4": {"d"}})
+    query = parse_tag_query("tags-any=a,b,c")
+    assert sql_result(tag_engine, query, limit=2) == ["r1", "r2"]
+    assert sql_result(tag_engine, query) == ["r1", "r2", "r3"]
+    both = parse_tag_query("tags=a,b&tags-any=b,c&not-tags-any=a,d")
+    assert sql_result(tag_engine, both) == ["r1", "r2"]
+
+
+def test_exact_comparison_on_every_backend(tag_engine):
+    fill(tag_engine, {"r1": {"a"}, "r2": {"A"}, "r3": {"a "}})
+    assert sql_result(tag_engine, parse_tag_query("tags=a")) == ["r1"]
+    assert sql_result(tag_engine, parse_tag_query("tags=A")) == ["r2"]
+    assert sql_result(tag_engine, parse_tag_query("tags=a+")) == ["r3"]
+    assert sql_result(tag_engine, parse_tag_query("not-tags=a")) == ["r2", "r3"]
+
+
+def test_the_callers_query_is_not_changed(tag_engine):
+    statement = sa.select(RESOURCES.c.id).where(RESOURCES.c.id != "x").order_by(RESOURCES.c.id)
+    before = str(statement.compile(tag_engine))
+    query = parse_tag_query("tags=a&not-tags=b")
+    filtered = query.apply(statement, RESOURCES.c.id, TABLES.tags)
+    assert filtered is not statement
+    assert str(statement.compile(tag_engine)) == before
+    assert "EXISTS" in str(filtered.compile(tag_engine))
+    assert parse_tag_query("").apply(statement, RESOURCES.c.id, TABLES.tags) is statement
+
+
+def test_a_caller_query_that_joins_the_tag_table_itself(tag_engine):
+    # Every condition is over its own alias: a caller's join of the tag
+    # table cannot capture the subqueries' correlation.
+    fill(tag_engine, {"r1": {"a", "b"}, "r2": {"a"}})
+    tags = TABLES.tags
+    statement = (sa.select(RESOURCES.c.id, tags.c.tag)
+                 .join(tags, tags.c.resource_id == RESOURCES.c.id)
+                 .where(parse_tag_query("tags=b").where(RESOURCES.c.id, tags))
+                 .order_by(RESOURCES.c.id, tags.c.tag))
+    with tag_engine.connect() as conn:
+        assert conn.execute(statement).all() == [("r1", "a"), ("r1", "b")]
