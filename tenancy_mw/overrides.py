@@ -65,9 +65,9 @@ KEY = b"_method"
 # Escapes that decode to a letter of "_method" (after lower(): hex digits in
 # lower case), so "%5Fm%65thod" is found as "_method", and escapes of white
 # space, dropped from keys like raw white space (webob and Django strip
-# nothing, but a lenient reader might).  One regular expression replaces
-# them all in one pass; a value spelled with other escapes is decoded on its
-# own once found.
+# nothing, but a lenient reader might).  They are replaced in one pass over
+# the pieces between percent signs; a value spelled with other escapes is
+# decoded on its own once found.
 _KEY_LETTERS = {
     b"%5f": b"_",
     b"%6d": b"m", b"%4d": b"m",
@@ -78,11 +78,11 @@ _KEY_LETTERS = {
     b"%64": b"d", b"%44": b"d",
     b"%20": b"", b"%09": b"", b"%0a": b"", b"%0d": b"", b"%0b": b"", b"%0c": b"",
 }  # fmt: skip
-# A literal "%" first: the regular expression engine skips to each "%" at C speed.
-_KEY_ESCAPE = re.compile(b"%(" + b"|".join(escape[1:] for escape in _KEY_LETTERS) + b")")
-#: Most percent signs one url-encoded body or query is decoded at: the
-#: regular expression above is tried at each, so a body of 1 MiB of ``%``
-#: would cost tens of milliseconds.  Form encoders escape only bytes outside
+# The same, keyed by the two hex digits after the "%".
+_KEY_HEX = {escape[1:]: letter for escape, letter in _KEY_LETTERS.items()}
+#: Most percent signs one url-encoded body or query is decoded at: each
+#: costs a step of Python, so a body of 1 MiB of ``%`` would cost tens of
+#: milliseconds.  Form encoders escape only bytes outside
 #: letters, digits and ``*-._``: 4096 escapes is some 1,350 non-ASCII
 #: characters; a query of more cannot pass ``max_target_length`` anyway.
 MAX_ESCAPES = 4096
@@ -130,11 +130,15 @@ def _normalise_keys(data: bytes, what: str) -> bytes:
             "The %s holds %d percent-escapes; at most %d are decoded here to look for _method."
             % (what, escapes, MAX_ESCAPES)
         )
-    return _KEY_ESCAPE.sub(_key_letter, low)
-
-
-def _key_letter(match) -> bytes:
-    return _KEY_LETTERS[match.group(0)]
+    # Split and join run at memory speed; only the (bounded) pieces after a
+    # "%" cost a Python step each.  An escape is "%" and two hex digits, so
+    # no escape spans two pieces.
+    pieces = low.split(b"%")
+    decoded = [pieces[0]]
+    for piece in pieces[1:]:
+        letter = _KEY_HEX.get(piece[:2])
+        decoded.append(b"%" + piece if letter is None else letter + piece[2:])
+    return b"".join(decoded)
 
 
 def _candidates(text: bytes, what: str) -> int:
