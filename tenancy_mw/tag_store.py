@@ -90,6 +90,12 @@ def _check_resource_id(resource_id: object) -> str:
     return resource_id
 
 
+def _refuse_text(values: object, name: str) -> None:
+    # A string is iterable too: "abc" would be read as "a", "b", "c".
+    if isinstance(values, (str, bytes)):
+        raise TypeError("%s must be an iterable of strings, not a string (%s)" % (name, shorten(repr(values))))
+
+
 def _retryable(exc: sa.exc.DBAPIError) -> bool:
     orig = getattr(exc, "orig", None)
     if getattr(orig, "pgcode", None) in _RETRY_PGCODES:
@@ -147,6 +153,7 @@ class TagStore:
         Ids without tags map to ``[]``.  For list views: one query per page
         instead of one per resource.
         """
+        _refuse_text(resource_ids, "resource_ids")
         ids = list(dict.fromkeys(resource_ids))
         found: dict[str, list[str]] = {resource_id: [] for resource_id in ids}
         table = self.tags
@@ -200,6 +207,7 @@ class TagStore:
         changed then.
         """
         _check_resource_id(resource_id)
+        _refuse_text(tags, "tags")
         wanted = list(tags)
         for tag in wanted:
             validate_tag(tag)

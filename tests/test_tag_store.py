@@ -194,3 +194,12 @@ def test_removals_wait_for_a_writer_of_the_same_resource(store, removal):
         assert outcome == [3] and store.tags_of("held") == []
     else:
         assert outcome == [True] and store.tags_of("held") == ["b", "c"]
+
+
+def test_a_string_is_not_taken_for_a_list_of_tags_or_ids(store):
+    """``replace_tags("r", "abc")`` would tag r with a, b and c; ``tags_of_many("abc")`` read three ids."""
+    with pytest.raises(TypeError, match="not a string"):
+        store.replace_tags("str-1", "abc")
+    with pytest.raises(TypeError, match="not a string"):
+        store.tags_of_many("abc")
+    assert store.tags_of("str-1") == []
