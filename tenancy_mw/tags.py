@@ -285,7 +285,13 @@ class TagQuery(NamedTuple):
             >>> q.matches(["a"]), q.matches(["a", "b"])
             (True, False)
         """
-        have = tags if isinstance(tags, (set, frozenset)) else frozenset(tags)
+        if isinstance(tags, (set, frozenset)):
+            have = tags
+        elif isinstance(tags, (str, bytes)):
+            # Iterable too: "red" would be read as the tags r, e and d.
+            raise TypeError("matches() takes an iterable of tags, not a string (%s)" % shorten(repr(tags)))
+        else:
+            have = frozenset(tags)
         all_of, any_of, none_of, not_all_of = self.conditions()
         if all_of and not all_of <= have:
             return False

@@ -292,3 +292,9 @@ def test_a_mapping_value_that_is_not_text_is_refused_with_the_parameter(value):
         parse_tag_query({"tags-any": value})
     assert caught.value.rule == "not-a-string"
     assert caught.value.parameter == "tags-any"
+
+
+def test_matches_refuses_a_bare_string():
+    """``matches("red")`` would test the tags r, e and d."""
+    with pytest.raises(TypeError, match="not a string"):
+        parse_tag_query("tags=r,e,d").matches("red")
