@@ -23,6 +23,11 @@ DELETE   ``{id}/tags/{tag}``     ``204``, or ``404`` when not there
   ``tenant_path``).  When it says no, every method answers ``404``, the same
   as for a resource that does not exist: one tenant can neither read nor
   write, nor learn of, another's tags.
+  ``owns`` must compare the id exactly: the tags are stored under the id
+  as given, so a lookup that ignores case or trailing spaces (a plain
+  ``String`` column on MariaDB) would let the owner of ``ABC`` reach the
+  tags of another tenant's ``abc``.  Use an
+  :class:`~tenancy_mw.sql.ExactString` column or compare in Python.
 - **The limit** (``max_tags`` of the :class:`~tenancy_mw.tag_store.TagStore`,
   50 by default) is checked after "already there": re-adding a tag of a
   resource at the limit is ``204``, a new one is ``400`` and changes

@@ -24,6 +24,8 @@ and MariaDB (row locks) as on SQLite (one writer at a time).  Locking the
 resource's tag rows would not do: a resource with no tags has no row to
 lock, and rows added by another transaction are not locked by a count.
 The rare deadlock two first-time writers can meet on MariaDB is retried.
+Removals take the same lock (without making a row), so a ``DELETE`` never
+lands between a replace's read and its write.
 
 Checks happen in the spec's order, not nova's: a tag already there is "already
 there" (nothing to add) even when the resource is at the limit.
@@ -88,6 +90,12 @@ def _check_resource_id(resource_id: object) -> str:
     return resource_id
 
 
+def _refuse_text(values: object, name: str) -> None:
+    # A string is iterable too: "abc" would be read as "a", "b", "c".
+    if isinstance(values, (str, bytes)):
+        raise TypeError("%s must be an iterable of strings, not a string (%s)" % (name, shorten(repr(values))))
+
+
 def _retryable(exc: sa.exc.DBAPIError) -> bool:
     orig = getattr(exc, "orig", None)
     if getattr(orig, "pgcode", None) in _RETRY_PGCODES:
@@ -145,6 +153,7 @@ class TagStore:
         Ids without tags map to ``[]``.  For list views: one query per page
         instead of one per resource.
         """
+        _refuse_text(resource_ids, "resource_ids")
         ids = list(dict.fromkeys(resource_ids))
         found: dict[str, list[str]] = {resource_id: [] for resource_id in ids}
         table = self.tags
@@ -198,6 +207,7 @@ class TagStore:
         changed then.
         """
         _check_resource_id(resource_id)
+        _refuse_text(tags, "tags")
         wanted = list(tags)
         for tag in wanted:
             validate_tag(tag)
@@ -223,21 +233,18 @@ class TagStore:
     def remove_tag(self, resource_id: str, tag: str) -> bool:
         """Remove *tag*; ``False`` when the resource did not have it."""
         table = self.tags
-        with self.engine.begin() as conn:
-            return conn.execute(table.delete().where(table.c.resource_id == resource_id,
-                                                     table.c.tag == tag)).rowcount > 0
+        return self._remove(resource_id, table.delete().where(table.c.resource_id == resource_id,
+                                                              table.c.tag == tag)) > 0
 
     def remove_all(self, resource_id: str) -> int:
         """Remove every tag of *resource_id*; return how many there were."""
         table = self.tags
-        with self.engine.begin() as conn:
-            return conn.execute(table.delete().where(table.c.resource_id == resource_id)).rowcount
+        return self._remove(resource_id, table.delete().where(table.c.resource_id == resource_id))
 
     def forget(self, resource_id: str) -> None:
         """Remove every trace of *resource_id* (its tags and lock row): call it when the resource is deleted."""
-        with self.engine.begin() as conn:
-            conn.execute(self.tags.delete().where(self.tags.c.resource_id == resource_id))
-            conn.execute(self.locks.delete().where(self.locks.c.resource_id == resource_id))
+        self._remove(resource_id, self.tags.delete().where(self.tags.c.resource_id == resource_id),
+                     self.locks.delete().where(self.locks.c.resource_id == resource_id))
 
     # Internals -------------------------------------------------------------
 
@@ -255,6 +262,28 @@ class TagStore:
                     raise
                 time.sleep(0.01 * attempt)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _remove(self, resource_id: str, statement, *more) -> int:
+        """Run the delete *statement* (then *more*) under the resource's lock; its row count.
+
+        Removals wait for a writer of the same resource too: a ``DELETE``
+        slipping between a replace's read and its commit would leave a set
+        that neither order of the two requests gives.  No lock row is made
+        for a resource that never had one (it never had a writer to wait for).
+        """
+
+        def work(conn):
+            if not self._sqlite:
+                # SQLite: the delete itself takes the database's one write lock.
+                locks = self.locks
+                conn.execute(sa.select(locks.c.resource_id).where(locks.c.resource_id == resource_id)
+                             .with_for_update()).first()
+            count = conn.execute(statement).rowcount
+            for other in more:
+                conn.execute(other)
+            return count
+
+        return self._write(work)
 
     def _lock_and_read(self, conn: sa.Connection, resource_id: str) -> set[str]:
         """Lock the resource's lock row (made on first use); return its current tags."""

@@ -285,7 +285,13 @@ class TagQuery(NamedTuple):
             >>> q.matches(["a"]), q.matches(["a", "b"])
             (True, False)
         """
-        have = tags if isinstance(tags, (set, frozenset)) else frozenset(tags)
+        if isinstance(tags, (set, frozenset)):
+            have = tags
+        elif isinstance(tags, (str, bytes)):
+            # Iterable too: "red" would be read as the tags r, e and d.
+            raise TypeError("matches() takes an iterable of tags, not a string (%s)" % shorten(repr(tags)))
+        else:
+            have = frozenset(tags)
         all_of, any_of, none_of, not_all_of = self.conditions()
         if all_of and not all_of <= have:
             return False
@@ -469,8 +475,9 @@ def parse_tag_query(
 
     :param query: a URL query string (a WSGI ``QUERY_STRING``: percent-encoded,
         UTF-8 once decoded; ``+`` is a space), or a mapping of parameter name
-        to a comma-separated string or a list of them.  Other parameters are
-        ignored.
+        to a comma-separated string or a list of them (a multidict such as
+        webob's ``req.GET`` too: a repeated parameter is merged).  Other
+        parameters are ignored.
     :param not_tags_semantics: ``"guideline"`` or ``"nova"`` (module doc).
     :param max_tags: most tags all parameters may name together (``None``:
         no limit); each is a subquery in SQL.
@@ -499,9 +506,17 @@ def parse_tag_query(
             if name in _FIELDS:
                 found.setdefault(name, []).append(value)
     else:
+        # items(), not a dict's keys: a multidict (webob's req.GET) yields a
+        # repeated parameter once per value, and every value counts.
         for name, value in query.items():
             if name in _FIELDS:
-                found[name] = [value] if isinstance(value, str) else list(value)
+                if isinstance(value, str):
+                    found.setdefault(name, []).append(value)
+                elif isinstance(value, Iterable) and not isinstance(value, (bytes, bytearray)):
+                    found.setdefault(name, []).extend(value)
+                else:
+                    raise InvalidTagQuery("not-a-string", "Parameter %s holds %s, not a string."
+                                          % (name, shorten(repr(value))), value, name)
     fields = {}
     total = 0
     for name, values in found.items():

@@ -160,3 +160,45 @@ def test_store_of_an_engine_and_its_own_tables():
         TagStore(engine, max_tags=0)
     with pytest.raises(ValueError, match="resource id"):
         store.add_tag("", "y")
+
+
+@pytest.mark.parametrize("removal", ["remove_all", "remove_tag"])
+def test_removals_wait_for_a_writer_of_the_same_resource(store, removal):
+    """A removal waits for a replace of the same resource in flight, so the two never interleave.
+
+    Without the lock, ``DELETE .../tags`` racing ``PUT .../tags ["a", "c"]``
+    on a resource tagged a, b could end with only ``c`` (the replace kept
+    ``a`` as already there while the removal deleted it): neither order of
+    the two requests gives that set.
+    """
+    store.replace_tags("held", ["a", "b"])
+    locks = store.locks
+    finished = threading.Event()
+    outcome = []
+
+    def remove():
+        outcome.append(store.remove_all("held") if removal == "remove_all" else store.remove_tag("held", "a"))
+        finished.set()
+
+    # Another writer holds the resource's lock row, as replace_tags does mid-flight.
+    with store.engine.connect() as holder:
+        with holder.begin():
+            holder.execute(locks.update().where(locks.c.resource_id == "held").values(resource_id="held"))
+            thread = threading.Thread(target=remove)
+            thread.start()
+            assert not finished.wait(0.5), "the removal ran while another writer held the resource"
+            holder.execute(store.tags.insert().values(resource_id="held", tag="c"))
+        thread.join(10)
+    assert finished.is_set()
+    # The removal ran after the writer: it saw (and removed) the writer's tag c.
+    expected = ([3], []) if removal == "remove_all" else ([True], ["b", "c"])
+    assert (outcome, store.tags_of("held")) == expected
+
+
+def test_a_string_is_not_taken_for_a_list_of_tags_or_ids(store):
+    """``replace_tags("r", "abc")`` would tag r with a, b and c; ``tags_of_many("abc")`` read three ids."""
+    with pytest.raises(TypeError, match="not a string"):
+        store.replace_tags("str-1", "abc")
+    with pytest.raises(TypeError, match="not a string"):
+        store.tags_of_many("abc")
+    assert store.tags_of("str-1") == []

@@ -275,3 +275,26 @@ def test_a_caller_query_that_joins_the_tag_table_itself(tag_engine):
                  .order_by(RESOURCES.c.id, tags.c.tag))
     with tag_engine.connect() as conn:
         assert conn.execute(statement).all() == [("r1", "a"), ("r1", "b")]
+
+
+def test_a_multidict_as_input_merges_repeated_parameters():
+    """webob's ``req.GET`` holds a repeated parameter once per value: all of them count, not the last."""
+    from webob.multidict import MultiDict
+
+    query = parse_tag_query(MultiDict([("tags", "a"), ("tags", "b,c"), ("not-tags", "x")]))
+    assert query.tags == {"a", "b", "c"}
+    assert query.not_tags == {"x"}
+
+
+@pytest.mark.parametrize("value", [None, 3, b"red"], ids=["none", "int", "bytes"])
+def test_a_mapping_value_that_is_not_text_is_refused_with_the_parameter(value):
+    with pytest.raises(InvalidTagQuery) as caught:
+        parse_tag_query({"tags-any": value})
+    assert caught.value.rule == "not-a-string"
+    assert caught.value.parameter == "tags-any"
+
+
+def test_matches_refuses_a_bare_string():
+    """``matches("red")`` would test the tags r, e and d."""
+    with pytest.raises(TypeError, match="not a string"):
+        parse_tag_query("tags=r,e,d").matches("red")

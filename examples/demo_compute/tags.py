@@ -11,8 +11,10 @@
   into ``environ['tenancy.tag_query']`` and the list query gets its SQL
   condition (``EXISTS`` / ``NOT EXISTS``, so a page counts servers).
 
-Below 2.26 the tag URLs are ``404`` and the tag parameters are ignored, as in
-nova (a client that does not ask for 2.26 does not know of tags).  The tag
+Below 2.26 the tag URLs are ``404`` and valid tag parameters are ignored, as
+in nova (a client that does not ask for 2.26 does not know of tags); a
+malformed one (``tags=a/b``) is still ``400`` at any version, from the
+``tag_query`` filter in front, which knows no microversions.  The tag
 table lives in the servers' database, so the filter is one SQL query; a
 server's tags are removed when it is deleted.
 """

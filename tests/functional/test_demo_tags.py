@@ -148,6 +148,12 @@ def test_tags_on_database_servers(start_demo, backend, request):
         "tags": ["Red", "green", "red", "red "]}
     assert ids[4] not in server_ids(demo.request("GET", "/v2.1/%s/servers?tags=RED" % tenant, headers=V226))
 
+    # The server id is compared exactly too (a MariaDB String column ignores
+    # case and trailing spaces): a variant of it reaches no tags.
+    for variant in (server.upper(), server + "%20"):
+        answer = demo.request("GET", "/v2.1/%s/servers/%s/tags" % (tenant, variant), headers=V226)
+        assert error_code(answer, 404)[0] == "tenancy.tags.resource-not-found", variant
+
     # Eight clients add eight new tags at once to a server with 47: three fit.
     target = ids[0]
     demo.request("PUT", "/v2.1/%s/servers/%s/tags" % (tenant, target), {"tags": ["k%02d" % n for n in range(47)]}, V226)
