@@ -1,0 +1,83 @@
+"""Requests that must not be taken for one another, and answers that must be whole (found in review)."""
+
+from __future__ import annotations
+
+import json
+
+from tenancy_mw.idempotency.filter import Idempotency
+from tenancy_mw.idempotency.fingerprint import fingerprint
+from tests.support.idempotency import CountingApp, post
+
+PATH = "/v2.1/acme/servers/1"
+
+
+def test_the_media_type_is_part_of_the_fingerprint():
+    body = b'{"op": "remove", "path": "/name"}'
+    merge = fingerprint("PATCH", PATH, "", body, "application/merge-patch+json")
+    patch = fingerprint("PATCH", PATH, "", body, "application/json-patch+json")
+    assert merge != patch
+    form = fingerprint("POST", PATH, "", b"a=1", "application/x-www-form-urlencoded")
+    text = fingerprint("POST", PATH, "", b"a=1", "text/plain")
+    assert form != text
+    # Parameters and case do not change a JSON body's meaning.
+    assert fingerprint("POST", PATH, "", b'{"a": 1}', "application/json") == fingerprint(
+        "POST", PATH, "", b'{"a":1}', "Application/JSON; charset=utf-8"
+    )
+
+
+def test_json_numbers_that_differ_never_share_a_fingerprint():
+    def fp(body: bytes) -> str:
+        return fingerprint("POST", PATH, "", body, "application/json")
+
+    # Beyond float range: both would read as Infinity.
+    assert fp(b'{"n": 1e400}') != fp(b'{"n": 2e400}')
+    # Beyond float precision: both would read as 0.1.
+    assert fp(b'{"n": 0.1}') != fp(b'{"n": 0.10000000000000000001}')
+    assert fp(b'{"n": 12345678901234567890.5}') != fp(b'{"n": 12345678901234567890.0}')
+    # NaN and Infinity are not JSON; each is kept apart from the other.
+    assert fp(b'{"n": NaN}') != fp(b'{"n": Infinity}')
+    # Exact numbers still canonicalise: key order, spacing and 1.50 == 1.5.
+    assert fp(b'{"b": 1.50, "a": 2}') == fp(b'{"a":2,"b":1.5}')
+
+
+def test_chunked_body_the_filter_cannot_read_is_refused_not_fingerprinted_empty():
+    app = CountingApp()
+    idem = Idempotency(app, {"backend": "memory"})
+    env = {"CONTENT_LENGTH": "", "wsgi.input_terminated": False, "HTTP_TRANSFER_ENCODING": "chunked"}
+    status, _headers, body = post(idem, "t1", environ=env)
+    assert status == 411
+    assert json.loads(body)["errors"][0]["code"] == "idempotency.length-required"
+    assert app.calls == 0
+
+
+def test_shared_scope_never_meets_a_tenant_of_the_same_name():
+    app = CountingApp()
+    idem = Idempotency(app, {"backend": "memory", "shared_scope": "acme", "keystone_scope": "false"})
+    target = "/v2.1/servers"
+    assert post(idem, "tok", tenant="acme", target=target)[0] == 201
+    status, headers, _ = post(idem, "tok", tenant=None, target=target)
+    assert status == 201
+    assert "Idempotent-Replayed" not in headers
+    assert app.calls == 2
+
+
+def test_replay_current_keeps_what_the_get_wrote_with_write():
+    made = []
+
+    def app(environ, start_response):
+        if environ["REQUEST_METHOD"] == "GET":
+            write = start_response("200 OK", [("Content-Type", "application/json")])
+            write(b'{"server": ')
+            return [b'{"status": "ACTIVE"}}']
+        made.append(1)
+        environ["wsgi.input"].read()
+        start_response("202 Accepted", [("Location", "/v2.1/acme/servers/1"), ("Content-Type", "application/json")])
+        return [b'{"server": {"status": "BUILD"}}']
+
+    idem = Idempotency(app, {"backend": "memory", "replay": "current"})
+    assert post(idem, "tok")[0] == 202
+    status, headers, body = post(idem, "tok")
+    assert status == 202
+    assert json.loads(body) == {"server": {"status": "ACTIVE"}}
+    assert int(headers["Content-Length"]) == len(body)
+    assert len(made) == 1
