@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from tenancy_mw.idempotency.filter import Idempotency
 from tenancy_mw.idempotency.fingerprint import fingerprint
@@ -81,3 +82,68 @@ def test_replay_current_keeps_what_the_get_wrote_with_write():
     assert json.loads(body) == {"server": {"status": "ACTIVE"}}
     assert int(headers["Content-Length"]) == len(body)
     assert len(made) == 1
+
+
+def test_replay_carries_no_cookie_no_connection_named_header_and_no_length_on_204():
+    calls = []
+
+    def app(environ, start_response):
+        calls.append(1)
+        environ["wsgi.input"].read()
+        start_response("204 No Content", [
+            ("Set-Cookie", "session=abc; HttpOnly"),
+            ("Connection", "X-Hop"),
+            ("X-Hop", "per-connection"),
+            ("X-Kept", "yes"),
+        ])
+        return []
+
+    idem = Idempotency(app, {"backend": "memory"})
+    first = post(idem, "tok")
+    assert first[0] == 204 and first[1]["Set-Cookie"].startswith("session=")  # the first client gets it
+    status, headers, body = post(idem, "tok")
+    assert (status, body) == (204, b"")
+    assert headers["Idempotent-Replayed"] == "true"
+    assert headers["X-Kept"] == "yes"
+    assert "Set-Cookie" not in headers
+    assert "X-Hop" not in headers and "Connection" not in headers
+    assert "Content-Length" not in headers
+    assert len(calls) == 1
+
+
+def test_sql_claims_racing_a_release_all_get_an_answer(sql_url):
+    """A release (5xx, app error) deleting the row while retries insert it: InnoDB answers some of
+    those inserts with a deadlock.  Each must still get "claimed" or "taken", never a store error
+    (a 503, or under fail_open a second, unprotected run)."""
+    import threading
+
+    from tenancy_mw.idempotency.sql_store import SqlStore, metadata, records
+    from tenancy_mw.idempotency.stores import StoreError
+
+    store = SqlStore(sql_url, timeout=5.0, purge_interval=0)
+    metadata.create_all(store.engine)
+    try:
+        for trial in range(3):
+            key = "k%d" % trial
+            assert store.claim(key, b"lease", 60).claimed
+            answers = []
+
+            def claim(key=key, answers=answers):
+                try:
+                    answers.append(store.claim(key, b"retry", 60).claimed)
+                except StoreError as exc:
+                    answers.append(exc)
+
+            with store.engine.connect() as conn:
+                transaction = conn.begin()
+                conn.execute(records.delete().where(records.c.key == key))  # the release, not yet committed
+                threads = [threading.Thread(target=claim) for _ in range(3)]
+                for thread in threads:
+                    thread.start()
+                time.sleep(0.4)  # the three inserts now wait on the deleted row
+                transaction.commit()
+            for thread in threads:
+                thread.join()
+            assert sorted(answers, key=repr) == [False, False, True], answers
+    finally:
+        store.close()

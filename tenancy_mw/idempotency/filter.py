@@ -61,6 +61,8 @@ _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
      "te", "trailer", "trailers", "transfer-encoding", "upgrade"}
 )
+# Never replayed: hop-by-hop ones and cookies (see _stored_headers).
+_NOT_REPLAYED = _HOP_BY_HOP | {"set-cookie", "set-cookie2"}
 # Answers that say "try again": the request did not take effect, so the
 # lease is released and a retry runs the app again.
 _NOT_STORED = frozenset({408, 425, 429})
@@ -508,8 +510,7 @@ class Idempotency(TenancyMiddleware):
         if status_code >= 500 or status_code in _NOT_STORED or status_code < 200:
             self._release(key, handle)
         else:
-            headers = [(name, value) for name, value in captured.headers if name.lower() not in _HOP_BY_HOP]
-            record = lease.done(captured.status, headers, b"".join(captured.chunks))
+            record = lease.done(captured.status, _stored_headers(captured.headers), b"".join(captured.chunks))
             self._complete(key, handle, record)
         start_response(captured.status, captured.headers)
         return captured.chunks
@@ -549,7 +550,8 @@ class Idempotency(TenancyMiddleware):
                 start_response(status, headers + [(REPLAYED_HEADER, "true")])
                 return [body]
         headers = list(record.headers)
-        if not any(name.lower() == "content-length" for name, _ in headers):
+        if _status_code(record.status) not in (204, 304) and not any(
+                name.lower() == "content-length" for name, _ in headers):
             headers.append(("Content-Length", str(len(record.body))))
         headers.append((REPLAYED_HEADER, "true"))
         start_response(record.status, headers)
@@ -597,6 +599,19 @@ class Idempotency(TenancyMiddleware):
                     if name.lower() in fresh and name.lower() != "content-length"]
         headers.append(("Content-Length", str(len(body))))
         return record.status, headers, body
+
+
+def _stored_headers(headers: list) -> list:
+    """The response headers worth replaying: not hop-by-hop, not named in ``Connection``, no cookie.
+
+    ``Set-Cookie`` is a credential for the client that made the first
+    request; a replay may go to another client of the same tenant.
+    """
+    dropped = set(_NOT_REPLAYED)
+    for name, value in headers:
+        if name.lower() == "connection":
+            dropped.update(option.strip().lower() for option in value.split(","))
+    return [(name, value) for name, value in headers if name.lower() not in dropped]
 
 
 def _status_code(status: str | None) -> int:
