@@ -61,6 +61,8 @@ _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
      "te", "trailer", "trailers", "transfer-encoding", "upgrade"}
 )
+# Never replayed: hop-by-hop ones and cookies (see _stored_headers).
+_NOT_REPLAYED = _HOP_BY_HOP | {"set-cookie", "set-cookie2"}
 # Answers that say "try again": the request did not take effect, so the
 # lease is released and a retry runs the app again.
 _NOT_STORED = frozenset({408, 425, 429})
@@ -352,7 +354,7 @@ class Idempotency(TenancyMiddleware):
                 )
             if token is None:
                 token, header = parsed, name
-        scope = self._scope(environ)
+        scope, shared = self._scope(environ)
         if scope is None:
             return self.error(
                 environ, start_response, 400, "idempotency.no-tenant",
@@ -368,7 +370,7 @@ class Idempotency(TenancyMiddleware):
         request_fp = fingerprint(
             environ["REQUEST_METHOD"], path, environ.get("QUERY_STRING", ""), body, environ.get("CONTENT_TYPE")
         )
-        key = self.codec.store_key(scope, token)
+        key = self.codec.store_key(scope, token, shared)
         deadline = time.monotonic() + self.in_flight_timeout if self.wait_in_flight else None
         delay = 0.05
         while True:
@@ -401,16 +403,17 @@ class Idempotency(TenancyMiddleware):
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 0.5)
 
-    def _scope(self, environ: dict) -> str | None:
+    def _scope(self, environ: dict) -> tuple[str | None, bool]:
+        """(scope, shared): the tenant (or keystone project), else the shared scope (``shared`` True)."""
         tenant = environ.get(TENANT_ID_KEY)
         if tenant:
-            return tenant
+            return tenant, False
         if self.keystone_scope and environ.get("HTTP_X_IDENTITY_STATUS") == "Confirmed":
             project = environ.get("HTTP_X_PROJECT_ID")
             if project:
                 # keystonemiddleware's header: UTF-8 bytes as latin-1 (PEP 3333).
-                return project.encode("latin-1", "replace").decode("utf-8", "replace")
-        return self.shared_scope
+                return project.encode("latin-1", "replace").decode("utf-8", "replace"), False
+        return self.shared_scope, True
 
     def _read_body(self, environ: dict):
         """The request body and a fresh ``wsgi.input`` for the app; or a refusal (status, code, detail)."""
@@ -426,6 +429,14 @@ class Idempotency(TenancyMiddleware):
                          "The request body is %d bytes; a request with a client token may have %d at most."
                          % (length, self.max_body))
         stream = environ.get("wsgi.input")
+        if length is None and not environ.get("wsgi.input_terminated") and environ.get("HTTP_TRANSFER_ENCODING"):
+            # A body with no length, on a server that does not end the input
+            # stream: it cannot be read safely here, so it cannot be
+            # fingerprinted; taking it for empty would let two different
+            # requests share a token's answer.
+            return b"", (411, "idempotency.length-required",
+                         "A request with a client token and Transfer-Encoding %r needs a Content-Length here."
+                         % shorten(environ["HTTP_TRANSFER_ENCODING"]))
         if stream is None or length == 0 or (length is None and not environ.get("wsgi.input_terminated")):
             # No body: none was announced, and without Content-Length a
             # server that does not terminate its input gives none either (PEP 3333).
@@ -499,8 +510,7 @@ class Idempotency(TenancyMiddleware):
         if status_code >= 500 or status_code in _NOT_STORED or status_code < 200:
             self._release(key, handle)
         else:
-            headers = [(name, value) for name, value in captured.headers if name.lower() not in _HOP_BY_HOP]
-            record = lease.done(captured.status, headers, b"".join(captured.chunks))
+            record = lease.done(captured.status, _stored_headers(captured.headers), b"".join(captured.chunks))
             self._complete(key, handle, record)
         start_response(captured.status, captured.headers)
         return captured.chunks
@@ -540,7 +550,8 @@ class Idempotency(TenancyMiddleware):
                 start_response(status, headers + [(REPLAYED_HEADER, "true")])
                 return [body]
         headers = list(record.headers)
-        if not any(name.lower() == "content-length" for name, _ in headers):
+        if _status_code(record.status) not in (204, 304) and not any(
+                name.lower() == "content-length" for name, _ in headers):
             headers.append(("Content-Length", str(len(record.body))))
         headers.append((REPLAYED_HEADER, "true"))
         start_response(record.status, headers)
@@ -572,10 +583,13 @@ class Idempotency(TenancyMiddleware):
         captured = _Captured()
         result = self.application(sub, captured.start_response)
         try:
-            body = b"".join(result)
+            for chunk in result:
+                captured.write(chunk)
         finally:
             if hasattr(result, "close"):
                 result.close()
+        # Chunks given to write() come first, as a server would send them.
+        body = b"".join(captured.chunks)
         if not 200 <= _status_code(captured.status) < 300:
             # Gone or hidden since: the client learns that, not an old copy.
             return captured.status, captured.headers, body
@@ -585,6 +599,19 @@ class Idempotency(TenancyMiddleware):
                     if name.lower() in fresh and name.lower() != "content-length"]
         headers.append(("Content-Length", str(len(body))))
         return record.status, headers, body
+
+
+def _stored_headers(headers: list) -> list:
+    """The response headers worth replaying: not hop-by-hop, not named in ``Connection``, no cookie.
+
+    ``Set-Cookie`` is a credential for the client that made the first
+    request; a replay may go to another client of the same tenant.
+    """
+    dropped = set(_NOT_REPLAYED)
+    for name, value in headers:
+        if name.lower() == "connection":
+            dropped.update(option.strip().lower() for option in value.split(","))
+    return [(name, value) for name, value in headers if name.lower() not in dropped]
 
 
 def _status_code(status: str | None) -> int:

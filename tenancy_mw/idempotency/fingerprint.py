@@ -11,10 +11,16 @@ are equal.  The fingerprint is a SHA-256 over:
 - the canonical query string: parameters decoded, then sorted by name
   (a stable sort: repeated parameters keep their order, which may matter
   to the app), then encoded again (:func:`canonical_query`);
+- the media type (``Content-Type``, :func:`canonical_media_type`): the
+  same bytes as ``application/merge-patch+json`` and as
+  ``application/json-patch+json``, or as a form and as plain text, are
+  different requests;
 - the body: a JSON body (``application/json`` or ``*/*+json``) in
   canonical form, keys sorted and no white space, so key order and
   spacing do not matter (:func:`canonical_json`); any other body, or a
-  JSON body that does not parse or repeats a key, as its bytes.
+  JSON body that does not parse, repeats a key, or holds a number that
+  a float does not keep exactly (``1e400``, ``0.10000000000000000001``)
+  or ``NaN``/``Infinity``, as its bytes.
 
 Example::
 
@@ -30,9 +36,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from decimal import Decimal
 from urllib.parse import quote_from_bytes, unquote_to_bytes
 
-__all__ = ["canonical_json", "canonical_query", "fingerprint", "is_json_media_type"]
+__all__ = ["canonical_json", "canonical_media_type", "canonical_query", "fingerprint", "is_json_media_type"]
 
 
 class _DuplicateKey(ValueError):
@@ -48,8 +56,22 @@ def _no_duplicates(pairs: list) -> dict:
     return result
 
 
+def _exact_float(literal: str) -> float:
+    number = float(literal)
+    # 1e400 and 2e400 both read as inf, 0.1 and 0.10000000000000000001 as
+    # 0.1: a body whose numbers a float does not keep is hashed as bytes,
+    # so two different numbers never canonicalise alike.
+    if not math.isfinite(number) or Decimal(literal) != Decimal(repr(number)):
+        raise ValueError("number %r is not kept exactly by a float" % literal[:40])
+    return number
+
+
+def _not_json(constant: str):
+    raise ValueError("%s is not JSON" % constant)
+
+
 # Built once: json.loads()/dumps() with options build new ones on every call.
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates)
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_float=_exact_float, parse_constant=_not_json)
 _CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -90,6 +112,34 @@ def canonical_query(query: str) -> str:
     return "&".join(quote_from_bytes(name, safe="") + "=" + quote_from_bytes(value, safe="") for name, value in pairs)
 
 
+def canonical_media_type(content_type: str | None) -> str:
+    """The part of *content_type* that gives a body its meaning, in canonical form.
+
+    JSON media types (UTF-8 by definition) keep only the type; others keep
+    their parameters (a ``charset`` changes what text bytes say), names
+    lower-cased and spaces dropped.
+
+    Example::
+
+        >>> canonical_media_type("Application/JSON; charset=UTF-8")
+        'application/json'
+        >>> canonical_media_type("text/plain ; Charset=latin-1")
+        'text/plain;charset=latin-1'
+    """
+    if not content_type:
+        return ""
+    media_type, *params = content_type.split(";")
+    media_type = media_type.strip().lower()
+    if is_json_media_type(media_type):
+        return media_type
+    parts = [media_type]
+    for param in params:
+        name, eq, value = param.strip().partition("=")
+        if name.strip():
+            parts.append(name.strip().lower() + eq + value.strip())
+    return ";".join(parts)
+
+
 def is_json_media_type(content_type: str | None) -> bool:
     """True for ``application/json`` and ``type/x+json`` (parameters ignored)."""
     if not content_type:
@@ -112,6 +162,7 @@ def fingerprint(method: str, path: str, query: str, body: bytes, content_type: s
         method.encode("latin-1", "replace"),
         path.encode("utf-8", "surrogatepass"),
         canonical_query(query).encode("ascii"),
+        canonical_media_type(content_type).encode("latin-1", "replace"),
         kind,
         hashlib.sha256(canonical_body if canonical_body is not None else body).digest(),
     ):

@@ -104,11 +104,17 @@ class RecordCodec:
         self._key_key = hmac.new(secret, b"tenancy_mw idempotency store key", hashlib.sha256).digest()
         self._mac_key = hmac.new(secret, b"tenancy_mw idempotency record mac", hashlib.sha256).digest()
 
-    def store_key(self, scope: str, token: str) -> str:
-        """The store key of *token* in *scope* (a tenant id): ASCII, 73 characters."""
+    def store_key(self, scope: str, token: str, shared: bool = False) -> str:
+        """The store key of *token* in *scope*: ASCII, 73 characters.
+
+        *scope* is a tenant id, or with *shared* the ``shared_scope`` of
+        tenant-less requests: the two never meet, even when a tenant has
+        the shared scope's name.
+        """
         scope_bytes = scope.encode("utf-8", "surrogatepass")
         # Length-prefixed: ("ab", "c") and ("a", "bc") never meet.
-        message = b"%d:%s%s" % (len(scope_bytes), scope_bytes, token.encode("utf-8", "surrogatepass"))
+        message = b"%s%d:%s%s" % (b"s" if shared else b"t", len(scope_bytes), scope_bytes,
+                                  token.encode("utf-8", "surrogatepass"))
         return "tmw-idem:" + hmac.digest(self._key_key, message, "sha256").hex()
 
     def _mac(self, key: str, payload: bytes) -> bytes:

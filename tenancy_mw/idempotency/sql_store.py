@@ -80,6 +80,22 @@ records = sa.Table(
 )
 
 
+#: Times one statement chosen as a deadlock victim is run again.
+_DEADLOCK_RETRIES = 3
+
+
+def _is_deadlock(exc: sa.exc.SQLAlchemyError) -> bool:
+    """True when the database rolled the statement back as a deadlock victim (MySQL/MariaDB 1213,
+    PostgreSQL 40P01 or a 40001 serialization failure)."""
+    orig = getattr(exc, "orig", None)
+    if orig is None:
+        return False
+    if getattr(orig, "pgcode", None) in ("40P01", "40001"):
+        return True
+    args = getattr(orig, "args", ())
+    return bool(args) and args[0] == 1213
+
+
 def _connect_args(url: sa.engine.URL, timeout: float) -> dict:
     """Driver options that put a timeout on connecting and on every statement."""
     driver = url.get_driver_name()
@@ -151,15 +167,23 @@ class SqlStore:
         self._next_purge = time.monotonic() + random.uniform(0, purge_interval)  # noqa: S311 - spreads work
 
     def _run(self, work):
-        self.round_trips += 1
-        try:
-            with self.engine.begin() as conn:
-                return work(conn)
-        except sa.exc.IntegrityError:
-            raise
-        except sa.exc.SQLAlchemyError as exc:
-            message = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-            raise StoreError("database: %s" % (message[0] if message else type(exc).__name__)) from None
+        for attempt in range(_DEADLOCK_RETRIES + 1):
+            self.round_trips += 1
+            try:
+                with self.engine.begin() as conn:
+                    return work(conn)
+            except sa.exc.IntegrityError:
+                raise
+            except sa.exc.SQLAlchemyError as exc:
+                # InnoDB picks a victim among inserts of one key that wait on
+                # its delete (a release racing retries): the victim's one
+                # statement was rolled back whole, so it is run again rather
+                # than answered as "store down" (a 503, or under fail_open an
+                # unprotected second run).
+                if attempt < _DEADLOCK_RETRIES and _is_deadlock(exc):
+                    continue
+                message = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+                raise StoreError("database: %s" % (message[0] if message else type(exc).__name__)) from None
 
     def claim(self, key: str, value: bytes, lease_ttl: int) -> Claim:
         self._maybe_purge()
