@@ -467,12 +467,13 @@ class CellLookup:
         """
         statements = self.statements(table, id_column, uuid_column, all_columns, tenant_column)
         if tenant_column is None:
-            params, accept = {"ident": ident}, None
+            params: dict[str, Any] = {"ident": ident}
+            accept = None
         else:
             params = {"ident": ident, "tenant": tenant}
 
             def accept(row: dict) -> bool:
-                return _same_tenant(row.pop(_OWNER_LABEL), tenant)
+                return _same_tenant(row.pop(_OWNER_LABEL), tenant)  # type: ignore[arg-type]  # set with the column
 
         if by_uuid:
             return self.find(statements.by_uuid, params, stop_at_first=True, accept=accept)
@@ -495,7 +496,7 @@ class CellLookup:
         if isinstance(ident, uuid.UUID):
             ident = str(ident)
         if by_uuid:
-            key: int | str = parse_uuid(ident)
+            key: int | str = parse_uuid(str(ident))
         elif isinstance(ident, int) and not isinstance(ident, bool):
             # The filter's bounds: no row has a negative id or one beyond BIGINT, and asking for one
             # would make a cell fail (SQLite cannot bind it) and look down.

@@ -248,7 +248,7 @@ class TenantPath(TenancyMiddleware):
         wrapped app as ``application`` or ``app`` (oslo.middleware's, paste's,
         this library's) and into a Paste urlmap's apps.
         """
-        pending, seen = [self.application], set()
+        pending, seen = [self.application], set[int]()
         while pending and len(seen) < 200:
             app = pending.pop()
             if app is None or id(app) in seen:

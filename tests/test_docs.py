@@ -18,6 +18,7 @@ import docutils.nodes
 import pytest
 from paste.deploy import loadfilter
 
+from tenancy_mw.base import ConfigError
 from tests.conftest import require
 from tests.support import browser
 
@@ -89,7 +90,11 @@ def test_every_paste_snippet_loads(where, ini, tmp_path):
     for name in sections:
         if parser["filter:" + name].get("use", "").startswith("egg:tenancy_mw#"):
             factory = loadfilter("config:%s" % path, name=name)
-            assert callable(factory(lambda environ, start_response: [])), (where, name)
+            try:
+                assert callable(factory(lambda environ, start_response: [])), (where, name)
+            except ConfigError as exc:
+                # An option naming the service's own code (a move provider) is all that may not load here.
+                assert re.search(r"cannot import '(?!tenancy_mw)[\w.]+'", str(exc)), (where, name, exc)
             loaded += 1
     assert loaded, where
 

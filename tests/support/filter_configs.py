@@ -10,6 +10,8 @@ from __future__ import annotations
 
 #: Filter name -> paste-style options it needs at the least.
 MINIMAL_OPTIONS: dict[str, dict[str, str]] = {
+    # The registry is opened when the filter loads; an in-memory one needs no tables for that.
+    "tenant_admin": {"connection": "sqlite://"},
     "id_resolver": {
         "cells": "cell1=sqlite://",
         "resources": "/os-services/{id} services id uuid",
