@@ -172,7 +172,12 @@ class TenancyMiddleware(_ConfigurableMiddleware):
         for name, value in defaults.items():
             opt = by_name[name]
             try:
-                if value is not None:
+                if opt.multi and value is not None:
+                    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+                        raise TypeError("a multi-valued option takes a list")
+                    for item in value:
+                        opt.type(item)
+                elif value is not None:
                     opt.type(value)
             except (ValueError, TypeError) as exc:
                 raise ConfigError(

@@ -131,6 +131,17 @@ def test_set_defaults_refuses_unknown_names_and_bad_values_and_then_changes_noth
     assert FILTERS[group](Recorder(), minimal_options(group)).options.error_format == "api-wg"
 
 
+def test_set_defaults_checks_each_value_of_a_multi_valued_option(restore_defaults):
+    from tenancy_mw import admin_cull
+
+    with pytest.raises(ConfigError, match="a multi-valued option takes a list"):
+        admin_cull.set_defaults(rules="PUT /os-services/**")
+    admin_cull.set_defaults(rules=["PUT,DELETE /os-services/**"])
+    app = webtest.TestApp(admin_cull.AdminCull(Recorder(), {}))
+    app.delete("/v2.1/acme/os-services/1", status=404)
+    app.get("/v2.1/acme/os-services")
+
+
 def test_service_defaults_reach_a_paste_pipeline(tmp_path, restore_defaults):
     """What a service does at start-up: its defaults, then api-paste.ini without them."""
     from tenancy_mw import admin_cull, tenant_path
