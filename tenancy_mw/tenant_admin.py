@@ -101,6 +101,7 @@ From Python::
     >>> from webtest import TestApp
     >>> TestApp(admin_app).get("/v2.1/acme/servers", status=404).json["errors"][0]["code"]
     'tenancy.tenant-not-found'
+    >>> admin_app.registry.close()
 """
 
 from __future__ import annotations
