@@ -4,28 +4,63 @@
 
 PYTHON ?= python3
 VENV ?= .venv
-BIN := $(VENV)/bin
+# Absolute, so VENV=/some/where works for every target, from any folder.
+BIN := $(abspath $(VENV))/bin
 DEMO_HOST ?= 127.0.0.1
 DEMO_PORT ?= 8774
 DEMO_ADMIN_PORT ?= 8775
 # Programs the test suite starts for real: "command:debian-package".
 TEST_PROGRAMS := memcached:memcached
 
-.PHONY: demo test lint bench bench-tags genconfig programs services clean
+.PHONY: demo test lint format bench bench-tags genconfig programs services clean venv
 
-$(BIN)/.installed-demo: setup.cfg setup.py constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[demo]'
+# --- virtualenv: one per $(VENV), made by $(PYTHON) --------------------------
+# The stamps carry the interpreter's tag, and a $(VENV) whose interpreter is not
+# $(PYTHON) (same version and installation) is made anew: so
+# `make test PYTHON=python3.12` never reuses a .venv of another Python.
+PY_IDENTITY := import sys; print(sys.implementation.cache_tag, sys.base_prefix)
+PYTHON_ID := $(shell $(PYTHON) -c '$(PY_IDENTITY)' 2>/dev/null)
+PY_TAG := $(firstword $(PYTHON_ID))
+STAMP := $(BIN)/.installed-$(PY_TAG)
+PIP_INSTALL := $(BIN)/python -m pip install --quiet -c constraints.txt
+
+define ensure_venv
+	@test -n "$(PY_TAG)" || { echo "PYTHON=$(PYTHON) does not run" >&2; exit 1; }
+	@if [ "$$($(BIN)/python -c '$(PY_IDENTITY)' 2>/dev/null)" != "$(PYTHON_ID)" ]; then \
+	  echo "making $(VENV) with $(PYTHON) ($(PYTHON_ID))"; \
+	  rm -rf $(abspath $(VENV)) && $(PYTHON) -m venv $(abspath $(VENV)) \
+	  && $(BIN)/python -m pip install --quiet --upgrade pip; \
+	fi
+endef
+
+# `make venv`: just the virtualenv, made (anew when needed) by $(PYTHON).
+venv:
+	$(ensure_venv)
+
+$(STAMP)-demo: setup.cfg setup.py pyproject.toml constraints.txt Makefile
+	$(ensure_venv)
+	$(PIP_INSTALL) -e '.[demo]'
 	touch $@
 
-$(BIN)/.installed-test: setup.cfg setup.py constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[demo,test]'
+# Tests run the linters and build the docs, so they get those extras too.
+$(STAMP)-test: setup.cfg setup.py pyproject.toml constraints.txt Makefile
+	$(ensure_venv)
+	$(PIP_INSTALL) -e '.[demo,test,lint,docs]'
+	touch $@ $(STAMP)-lint $(STAMP)-docs
+
+# Lint needs only the package (with its feature extras, for mypy) and its linters,
+# not the test install.
+$(STAMP)-lint: setup.cfg setup.py pyproject.toml constraints.txt Makefile
+	$(ensure_venv)
+	$(PIP_INSTALL) -e '.[sql,lint]'
 	touch $@
 
-demo: $(BIN)/.installed-demo
+$(STAMP)-docs: setup.cfg setup.py pyproject.toml constraints.txt Makefile
+	$(ensure_venv)
+	$(PIP_INSTALL) -e '.[docs]'
+	touch $@
+
+demo: $(STAMP)-demo
 	@DEMO_HOST=$(DEMO_HOST) DEMO_PORT=$(DEMO_PORT) DEMO_ADMIN_PORT=$(DEMO_ADMIN_PORT) examples/run-demo $(BIN)
 
 programs:
@@ -45,23 +80,58 @@ programs:
 services:
 	@bash .ci/ensure-services
 
-lint: $(BIN)/.installed-test
-	$(BIN)/ruff check $(wildcard tenancy_mw tests examples bench)
+LINT_PATHS := $(wildcard tenancy_mw tests examples bench doc/conf.py releasenotes/source/conf.py)
 
-test: $(BIN)/.installed-test programs services lint
+lint: $(STAMP)-lint
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/mypy
+
+format: $(STAMP)-lint
+	$(BIN)/ruff format $(LINT_PATHS)
+
+test: $(STAMP)-test programs services lint docs-check
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-bench: $(BIN)/.installed-test
+bench: $(STAMP)-test
 	$(BIN)/python bench/run.py
 
 # Tag filtering in SQL at a million resources, on PostgreSQL and MariaDB
 # (bench/README.rst). Loads its data once (a few minutes), then reuses it.
 # Not part of `make test`.
-bench-tags: $(BIN)/.installed-test services
+bench-tags: $(STAMP)-test services
 	$(BIN)/python bench/tags.py $(BENCH_TAGS_ARGS)
 
-genconfig: $(BIN)/.installed-test
+genconfig: $(STAMP)-lint
 	$(BIN)/oslo-config-generator --config-file doc/config-generator.conf
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(abspath $(VENV)) .pytest_cache .hypothesis .mypy_cache .ruff_cache .tox build dist *.egg-info \
+	  doc/build releasenotes/build .coverage cover examples/state examples/*.sqlite
+
+# --- docs, release notes, coverage (tox.ini runs these same targets) ----------
+# Debian programs the docs need: graphviz draws doc/pipeline.dot; Chromium
+# looks at the built pages (docs-check).  Installed as TEST_PROGRAMS are.
+DOC_PROGRAMS := dot:graphviz
+BROWSER_PROGRAMS := chromium:chromium
+SPHINX_BUILD = $(BIN)/sphinx-build -W --keep-going -q
+# The pages docs-check opens: the index and one filter page.
+DOCS_CHECK_PAGES := index.html tenant_path.html
+
+.PHONY: docs docs-check releasenotes cover
+
+docs: $(STAMP)-docs
+	@$(MAKE) --no-print-directory programs TEST_PROGRAMS='$(DOC_PROGRAMS)'
+	$(SPHINX_BUILD) -E -b html -d doc/build/doctrees doc doc/build/html
+
+docs-check: docs
+	@$(MAKE) --no-print-directory programs TEST_PROGRAMS='$(BROWSER_PROGRAMS)'
+	$(BIN)/python -m tests.support.browser doc/build/html $(DOCS_CHECK_PAGES)
+
+releasenotes: $(STAMP)-docs
+	$(SPHINX_BUILD) -a -E -b html -d releasenotes/build/doctrees releasenotes/source releasenotes/build/html
+
+cover: $(STAMP)-test programs services
+	$(BIN)/python -m coverage run -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m coverage report
+	$(BIN)/python -m coverage html -d cover

@@ -72,8 +72,16 @@ Usage in ``api-paste.ini``::
 
 From Python::
 
-    from tenancy_mw.admin_cull import AdminCull
-    public_app = AdminCull(service_app, {"cull_status": "403"})
+    >>> from tenancy_mw.admin_cull import AdminCull
+    >>> def service_app(environ, start_response):
+    ...     start_response("204 No Content", [])
+    ...     return []
+    >>> public_app = AdminCull(service_app, {"cull_status": "403"})
+    >>> from webtest import TestApp
+    >>> TestApp(public_app).put("/v2.1/acme", status=403).json["errors"][0]["code"]
+    'tenancy.admin-call'
+    >>> TestApp(public_app).get("/v2.1/acme/servers").status
+    '204 No Content'
 """
 
 from __future__ import annotations
@@ -81,7 +89,8 @@ from __future__ import annotations
 import io
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from oslo_config import cfg
 
@@ -114,7 +123,10 @@ from tenancy_mw.paths import (
 )
 from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN
 
-__all__ = ["FORM_BODY_LIMIT", "OVERRIDE_HEADERS", "AdminCull"]
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+__all__ = ["FORM_BODY_LIMIT", "OVERRIDE_HEADERS", "AdminCull", "list_opts", "set_defaults"]
 
 LOG = logging.getLogger(__name__)
 
@@ -235,7 +247,7 @@ class AdminCull(TenancyMiddleware):
         self.refuse_overrides = options.method_override == "refuse"
         self.admin_roles = frozenset(r.strip().lower() for r in options.admin_roles if r.strip())
 
-    def __call__(self, environ: dict, start_response: Callable):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         refusal = self.judge(environ)
         if refusal is not None:
             return refusal(start_response)
@@ -585,3 +597,21 @@ def _boundary(content_type: str) -> bytes | None:
     if not _BOUNDARY_CHARS.fullmatch(value):
         raise ValueError("the multipart boundary %r is not made of RFC 2046 boundary characters" % shorten(value))
     return value.encode("latin-1")
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Copies of this filter's options: the ``tenancy_mw.admin_cull`` ``oslo.config.opts`` namespace."""
+    return AdminCull.list_opts()
+
+
+def set_defaults(**defaults: Any) -> None:
+    """Change this filter's defaults for the process (see :meth:`.TenancyMiddleware.set_defaults`).
+
+    Example::
+
+        >>> set_defaults(error_format="nova")
+        >>> AdminCull(None, {}).options.error_format
+        'nova'
+        >>> set_defaults(error_format="api-wg")
+    """
+    AdminCull.set_defaults(**defaults)

@@ -22,6 +22,14 @@
   filter only looks at.  :meth:`TenancyMiddleware.error` answers in the
   shared JSON error shape (:mod:`tenancy_mw.errors`).
 
+**Options over their lifetime.**  A renamed option keeps its old name
+(``deprecated_name`` / ``deprecated_opts``) in a paste section as it does in
+an oslo.config file, with a deprecation warning in the log; an option
+marked ``deprecated_for_removal`` logs one too.  :meth:`TenancyMiddleware.set_defaults`
+changes a filter's defaults for the whole process (each filter module
+offers it as ``set_defaults``), and :meth:`TenancyMiddleware.list_opts` gives
+copies of its options for its own ``oslo.config.opts`` namespace.
+
 Options a paste section may also carry, as in oslo.middleware:
 ``oslo_config_project`` (and ``oslo_config_file``, ``oslo_config_program``)
 to read the service's own config files; without them the global
@@ -30,41 +38,71 @@ these ``oslo_config_*`` keys are taken.
 
 A filter, in outline::
 
-    class Shout(TenancyMiddleware):
-        opt_group = "shout"
-        opts = [cfg.BoolOpt("loud", default=True, help="Shout.")]
+    >>> class Shout(TenancyMiddleware):
+    ...     opt_group = "shout"
+    ...     opts = [cfg.BoolOpt("loud", default=True, help="Shout.")]
+    ...
+    ...     def configure(self, options):
+    ...         self.loud = options.loud
+    ...
+    ...     def __call__(self, environ, start_response):
+    ...         return self.application(environ, start_response)
+    >>> Shout(None, {"loud": "false"}).loud        # plain Python
+    False
+    >>> Shout.set_defaults(loud=False)             # the service's own default
+    >>> Shout(None, {}).loud
+    False
+    >>> Shout.set_defaults(lound=True)
+    Traceback (most recent call last):
+    ...
+    tenancy_mw.base.ConfigError: tenancy_mw shout: set_defaults() got unknown option lound; ...
 
-        def configure(self, options):
-            self.loud = options.loud
-
-        def __call__(self, environ, start_response):
-            return self.application(environ, start_response)
-
-    app = Shout(wsgi_app, {"loud": "false"})     # plain Python
-    # api-paste.ini: [filter:shout] use = egg:pkg#shout / loud = false
+and in ``api-paste.ini``, ``[filter:shout]`` with ``use = egg:pkg#shout``
+and ``loud = false``.
 """
 
 from __future__ import annotations
 
+import copy
+import logging
 import types
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from oslo_config import cfg
 from oslo_middleware import base as oslo_base
 
 from tenancy_mw import errors
 
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+    class _ConfigurableMiddleware:
+        """What the filters use of oslo's ``ConfigurableMiddleware``, for the type checker.
+
+        oslo types its ``__call__`` as a webob ``wsgify``; these filters are
+        plain WSGI callables, which it would call an incompatible override.
+        """
+
+        application: WSGIApplication
+        conf: dict[str, Any]
+        oslo_conf: cfg.ConfigOpts
+
+        def __init__(self, application: WSGIApplication, conf: dict | cfg.ConfigOpts | None = None) -> None: ...
+
+else:
+    _ConfigurableMiddleware = oslo_base.ConfigurableMiddleware
+
 __all__ = ["ConfigError", "TenancyMiddleware", "COMMON_OPTS"]
 
 #: Options every filter has, in its own group.
-COMMON_OPTS = [
+COMMON_OPTS: list[cfg.Opt] = [
     cfg.StrOpt(
         "error_format",
         default="api-wg",
         choices=[
-            ("api-wg", "OpenStack API-WG errors guideline: {\"errors\": [...]}"),
-            ("nova", "nova's legacy fault body: {\"badRequest\": {\"code\", \"message\"}}"),
+            ("api-wg", 'OpenStack API-WG errors guideline: {"errors": [...]}'),
+            ("nova", 'nova\'s legacy fault body: {"badRequest": {"code", "message"}}'),
         ],
         help="Shape of the JSON error bodies this filter sends, to match the wrapped service's own.",
     ),
@@ -72,12 +110,14 @@ COMMON_OPTS = [
 
 _PASTE_CONTROL_KEYS = ("oslo_config_project", "oslo_config_file", "oslo_config_program")
 
+LOG = logging.getLogger(__name__)
+
 
 class ConfigError(ValueError):
     """A filter option with a bad value, found while the pipeline loads."""
 
 
-class TenancyMiddleware(oslo_base.ConfigurableMiddleware):
+class TenancyMiddleware(_ConfigurableMiddleware):
     """Base class of the tenancy_mw filters; see the module documentation.
 
     Subclasses set :attr:`opt_group` and :attr:`opts`, implement
@@ -88,11 +128,63 @@ class TenancyMiddleware(oslo_base.ConfigurableMiddleware):
     opt_group: ClassVar[str] = ""
     #: This filter's own options; :data:`COMMON_OPTS` are added to them.
     opts: ClassVar[list[cfg.Opt]] = []
+    #: This filter's own copy of :data:`COMMON_OPTS`, so its defaults are its own.
+    common_opts: ClassVar[list[cfg.Opt]] = []
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.common_opts = copy.deepcopy(list(COMMON_OPTS))
 
     @classmethod
     def all_opts(cls) -> list[cfg.Opt]:
-        """This filter's options, the common ones included, as listed for the generator."""
-        return list(COMMON_OPTS) + list(cls.opts)
+        """This filter's options, the common ones included (the objects it registers)."""
+        return list(cls.common_opts) + list(cls.opts)
+
+    @classmethod
+    def list_opts(cls) -> list[tuple[str, list[cfg.Opt]]]:
+        """``[(group, [opts])]`` for this filter alone, as ``oslo-config-generator`` expects.
+
+        The options are copies: whatever a caller does to them leaves the
+        filter's own untouched.  Each filter module exposes this as its
+        ``list_opts``, the target of its ``oslo.config.opts`` namespace
+        ``tenancy_mw.<filter>``.
+        """
+        return [(cls.opt_group, copy.deepcopy(cls.all_opts()))]
+
+    @classmethod
+    def set_defaults(cls, **defaults: Any) -> None:
+        """Change this filter's option defaults for the whole process.
+
+        For a service that wants its own defaults (say ``error_format =
+        "nova"``) without writing them into every ``api-paste.ini``; call it
+        before the pipeline loads.  A value set in a paste section or config
+        file still wins.  Unknown names and values the option's type refuses
+        raise :class:`ConfigError`, and then no default changes.  Each filter
+        module exposes this as its ``set_defaults``.
+        """
+        by_name = {opt.dest: opt for opt in cls.all_opts()}
+        unknown = sorted(set(defaults) - set(by_name))
+        if unknown:
+            raise ConfigError(
+                "tenancy_mw %s: set_defaults() got unknown option%s %s; known options are: %s"
+                % (cls.opt_group, "s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(sorted(by_name)))
+            )
+        for name, value in defaults.items():
+            opt = by_name[name]
+            try:
+                if opt.multi and value is not None:
+                    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+                        raise TypeError("a multi-valued option takes a list")
+                    for item in value:
+                        opt.type(item)
+                elif value is not None:
+                    opt.type(value)
+            except (ValueError, TypeError) as exc:
+                raise ConfigError(
+                    "tenancy_mw %s: set_defaults(%s=%r) is invalid: %s" % (cls.opt_group, name, value, exc)
+                ) from None
+        for name, value in defaults.items():
+            by_name[name].default = value
 
     @classmethod
     def factory(cls, global_conf: dict | None, **local_conf: Any) -> Callable:
@@ -109,7 +201,7 @@ class TenancyMiddleware(oslo_base.ConfigurableMiddleware):
 
         return _filter
 
-    def __init__(self, application: Callable, conf: dict | cfg.ConfigOpts | None = None) -> None:
+    def __init__(self, application: WSGIApplication, conf: dict | cfg.ConfigOpts | None = None) -> None:
         super().__init__(application, conf)
         group = self.opt_group
         all_opts = self.all_opts()
@@ -118,6 +210,7 @@ class TenancyMiddleware(oslo_base.ConfigurableMiddleware):
         except cfg.DuplicateOptError as exc:
             raise ConfigError("tenancy_mw %s: %s" % (group, exc)) from None
         known = {opt.dest for opt in all_opts}
+        self._take_deprecated_names(all_opts, known)
         unknown = sorted(set(self.conf) - known - set(_PASTE_CONTROL_KEYS))
         if unknown:
             raise ConfigError(
@@ -131,6 +224,40 @@ class TenancyMiddleware(oslo_base.ConfigurableMiddleware):
         self.options = types.SimpleNamespace(**values)
         self.error_format = self.options.error_format
         self.configure(self.options)
+
+    def _take_deprecated_names(self, all_opts: Iterable[cfg.Opt], known: set[str]) -> None:
+        """Read a paste/dict key under an option's old name as the option, logging a deprecation.
+
+        A ``ConfigOpts`` handles its own deprecated names (``self.conf`` is
+        empty then).
+        """
+        group = self.opt_group
+        for opt in all_opts:
+            for old in opt.deprecated_opts:
+                old_name = (old.name or "").replace("-", "_")
+                if not old_name or old_name in known or old_name not in self.conf:
+                    continue
+                if opt.dest in self.conf:
+                    raise ConfigError(
+                        "tenancy_mw %s: options %s and its deprecated name %s are both set; keep only %s"
+                        % (group, opt.dest, old_name, opt.dest)
+                    )
+                LOG.warning(
+                    'tenancy_mw %s: option "%s" is deprecated; use option "%s" instead.',
+                    group,
+                    old_name,
+                    opt.dest,
+                )
+                self.conf = dict(self.conf)
+                self.conf[opt.dest] = self.conf.pop(old_name)
+            if opt.deprecated_for_removal and opt.dest in self.conf:
+                LOG.warning(
+                    'tenancy_mw %s: option "%s" is deprecated for removal%s%s',
+                    group,
+                    opt.dest,
+                    " since %s" % opt.deprecated_since if opt.deprecated_since else "",
+                    " (%s)." % opt.deprecated_reason if opt.deprecated_reason else ".",
+                )
 
     def _option_value(self, opt: cfg.Opt) -> Any:
         group = self.opt_group
@@ -153,8 +280,7 @@ class TenancyMiddleware(oslo_base.ConfigurableMiddleware):
             return getattr(getattr(self.oslo_conf, group), opt.dest)
         except (cfg.Error, ValueError) as exc:
             raise ConfigError(
-                "tenancy_mw %s: option %s in the [%s] config section is invalid: %s"
-                % (group, opt.dest, group, exc)
+                "tenancy_mw %s: option %s in the [%s] config section is invalid: %s" % (group, opt.dest, group, exc)
             ) from None
 
     def configure(self, options: types.SimpleNamespace) -> None:
@@ -182,6 +308,6 @@ class TenancyMiddleware(oslo_base.ConfigurableMiddleware):
             environ, start_response, status, code, detail, error_format=self.error_format, headers=headers
         )
 
-    def __call__(self, environ: dict, start_response: Callable) -> Any:
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         """Pass the request on; subclasses override this with their plain-WSGI work."""
         return self.application(environ, start_response)

@@ -55,10 +55,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import microversion_parse
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
+from tenancy_mw.extras import missing_extra
 from tenancy_mw.paths import Refused, shorten
+
+try:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+except ImportError as exc:
+    raise missing_extra("sql", __name__, exc) from exc
 
 __all__ = [
     "MAX_INTEGER_ID",
@@ -390,7 +395,7 @@ def requested_version(
         ...                   maximum=Version(2, 90))
         Version(major=2, minor=90)
     """
-    requested = microversion_parse.get_version(headers, service_type, legacy_headers=list(legacy_headers))
+    requested = microversion_parse.get_version(dict(headers), service_type, legacy_headers=list(legacy_headers))
     if requested is None:
         return None
     requested = requested.strip()

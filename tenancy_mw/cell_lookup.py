@@ -70,11 +70,9 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import sqlalchemy as sa
-from sqlalchemy.engine import make_url
-
-from tenancy_mw import sql
+from tenancy_mw import sql  # first: without the sql extra, it names it
 from tenancy_mw.cell_ids import MAX_INTEGER_ID, InvalidId, parse_cells, parse_integer_id, parse_uuid
+from tenancy_mw.sql import sa
 
 __all__ = [
     "AmbiguousId",
@@ -152,7 +150,7 @@ def driver_timeouts(url: str | sa.URL, timeout: float) -> dict[str, Any]:
         >>> driver_timeouts("mysql+pymysql://root@db/nova", 0.5)
         {'connect_timeout': 0.5, 'read_timeout': 0.5, 'write_timeout': 0.5}
     """
-    url = make_url(url)
+    url = sa.engine.make_url(url)
     backend, driver = url.get_backend_name(), url.get_driver_name()
     milliseconds = max(1, int(timeout * 1000))
     if backend == "postgresql" and driver in ("psycopg2", "psycopg"):
@@ -208,7 +206,7 @@ class _Cell:
         self._lock = threading.Lock()
         self.executor = self._new_executor()
         args: dict[str, Any] = {"connect_args": driver_timeouts(url, timeout)}
-        parsed = make_url(url)
+        parsed = sa.engine.make_url(url)
         if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
             # One in-memory database shared by the pool threads (tests, examples).
             args.update(poolclass=sa.pool.StaticPool)
@@ -331,7 +329,7 @@ class _Statements:
         self, table: str, id_column: str, uuid_column: str, all_columns: bool, tenant_column: str | None = None
     ) -> None:
         schema, _, name = table.rpartition(".")
-        columns = [sa.column(id_column), sa.column(uuid_column)]
+        columns: list[sa.ColumnClause] = [sa.column(id_column), sa.column(uuid_column)]
         if tenant_column is not None:
             columns.append(sa.column(tenant_column))
         tbl = sa.table(name, *columns, schema=schema or None)
@@ -379,7 +377,12 @@ class CellLookup:
         self._statements: dict[tuple, _Statements] = {}
         self._statements_lock = threading.Lock()
         ref = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: (lambda me: me and me._after_fork())(ref()))
+        def after_fork_in_child() -> None:
+            me = ref()
+            if me is not None:
+                me._after_fork()
+
+        os.register_at_fork(after_in_child=after_fork_in_child)
 
     @property
     def cell_names(self) -> list[str]:
@@ -464,12 +467,13 @@ class CellLookup:
         """
         statements = self.statements(table, id_column, uuid_column, all_columns, tenant_column)
         if tenant_column is None:
-            params, accept = {"ident": ident}, None
+            params: dict[str, Any] = {"ident": ident}
+            accept = None
         else:
             params = {"ident": ident, "tenant": tenant}
 
             def accept(row: dict) -> bool:
-                return _same_tenant(row.pop(_OWNER_LABEL), tenant)
+                return _same_tenant(row.pop(_OWNER_LABEL), tenant)  # type: ignore[arg-type]  # set with the column
 
         if by_uuid:
             return self.find(statements.by_uuid, params, stop_at_first=True, accept=accept)
@@ -492,7 +496,7 @@ class CellLookup:
         if isinstance(ident, uuid.UUID):
             ident = str(ident)
         if by_uuid:
-            key: int | str = parse_uuid(ident)
+            key: int | str = parse_uuid(str(ident))
         elif isinstance(ident, int) and not isinstance(ident, bool):
             # The filter's bounds: no row has a negative id or one beyond BIGINT, and asking for one
             # would make a cell fail (SQLite cannot bind it) and look down.

@@ -219,8 +219,8 @@ class PathView:
         self.version_re = version_re
         self.prefix_length = prefix_length
         self.folded = _fold("/".join(segments))
-        self._readings = None
-        self._plain = None
+        self._readings: tuple | None = None
+        self._plain: bool | None = None
 
     @property
     def plain(self) -> bool:
@@ -251,7 +251,7 @@ class PathView:
                 variants.append([(s, p) for s, p in tagged if not _is_blank(s)])
             if "\\" in self.folded:
                 variants += [[(part, p) for s, p in v for part in s.split("\\") if part] for v in list(variants)]
-            readings = []
+            readings: list[tuple] = []
             for variant in variants:
                 reading = tuple(s for s, _ in variant)
                 if any(reading == r[0] for r in readings):
@@ -413,7 +413,7 @@ def parse_rule(text: str) -> CullRule:
     raw_tokens = [t for t in pattern[1:].split("/") if t != ""]
     if not raw_tokens:
         raise RuleError("rule %r: the pattern names no segment" % text)
-    tokens = []
+    tokens: list = []
     for raw in raw_tokens:
         if raw == "**":
             if tokens and tokens[-1].kind == "any":

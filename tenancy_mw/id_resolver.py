@@ -65,9 +65,17 @@ Usage in ``api-paste.ini``::
 
 From Python, the filter::
 
-    from tenancy_mw.id_resolver import IdResolver
-    app = IdResolver(service, {"cells": "...", "resources": "...", "uuid_microversion": "compute 2.53",
-                               "max_microversion": "2.90"})
+    >>> from tenancy_mw.id_resolver import IdResolver
+    >>> def service(environ, start_response):
+    ...     start_response("204 No Content", [])
+    ...     return []
+    >>> app = IdResolver(service, {"cells": "cell1=sqlite://, cell2=sqlite://",
+    ...                            "resources": "/os-services/{id} services id uuid",
+    ...                            "uuid_microversion": "compute 2.53", "max_microversion": "2.90"})
+    >>> from webtest import TestApp
+    >>> TestApp(app).get("/v2.1/os-services/five", status=400).json["errors"][0]["code"]
+    'tenancy.invalid-id.not-an-integer'
+    >>> app.lookup.close()
 
 and the same lookups without WSGI: :class:`tenancy_mw.cell_lookup.CellLookup`
 (``lookup.resolve("services", some_id, by_uuid=True)``).
@@ -78,7 +86,8 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from oslo_config import cfg
 
@@ -108,7 +117,18 @@ from tenancy_mw.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN, find_version
 from tenancy_mw.tenant_path import TENANT_ID_KEY, header_environ_key
 
-__all__ = ["CELL_KEY", "RESOURCE_ID_KEY", "RESOURCE_TABLE_KEY", "RESOURCE_UUID_KEY", "IdResolver"]
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+__all__ = [
+    "CELL_KEY",
+    "RESOURCE_ID_KEY",
+    "RESOURCE_TABLE_KEY",
+    "RESOURCE_UUID_KEY",
+    "IdResolver",
+    "list_opts",
+    "set_defaults",
+]
 
 LOG = logging.getLogger(__name__)
 
@@ -280,7 +300,7 @@ class IdResolver(TenancyMiddleware):
                         return resource, ident, (rest[0] if skip else None)
         return None
 
-    def __call__(self, environ: dict, start_response: Callable):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         try:
             matched = self.match(environ)
         except PathRefused as exc:
@@ -303,6 +323,7 @@ class IdResolver(TenancyMiddleware):
             return self._error(environ, start_response, exc.status, code, exc.detail)
         by_uuid = version is not None and version >= self.switch
         try:
+            key: int | str
             if by_uuid:
                 key = parse_uuid(ident)
             else:
@@ -373,3 +394,22 @@ class IdResolver(TenancyMiddleware):
 
     def _error(self, environ, start_response, status, code, detail, extra=()):
         return self.error(environ, start_response, status, code, detail, headers=(self.vary, *extra))
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Copies of this filter's options: the ``tenancy_mw.id_resolver`` ``oslo.config.opts`` namespace."""
+    return IdResolver.list_opts()
+
+
+def set_defaults(**defaults: Any) -> None:
+    """Change this filter's defaults for the process (see :meth:`.TenancyMiddleware.set_defaults`).
+
+    Example::
+
+        >>> set_defaults(cell_timeout=5.0)
+        >>> [opt.default for opt in IdResolver.all_opts() if opt.dest == "cell_timeout"]
+        [5.0]
+        >>> set_defaults(cell_timeout=2.0)
+    """
+    IdResolver.set_defaults(**defaults)
+

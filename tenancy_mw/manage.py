@@ -43,9 +43,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-import sqlalchemy as sa
-
-from tenancy_mw import migrations, sql
+from tenancy_mw import migrations, sql  # migrations first: without the sql extra it names it
+from tenancy_mw.sql import sa
 
 __all__ = ["DATABASE_URL_ENV", "VERB_MODULES", "CommandError", "add_url_argument", "build_parser", "main"]
 

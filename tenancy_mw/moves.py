@@ -92,6 +92,7 @@ import importlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["MoveProvider", "MoveRefused", "ResourceState", "TenantResources", "load_provider", "state_tag"]
 
@@ -205,7 +206,7 @@ def load_provider(dotted: str, application: Callable) -> MoveProvider:
     if not module_name or not attribute:
         raise ValueError("%r is not a dotted path such as 'package.module:ClassName'" % dotted)
     try:
-        target = importlib.import_module(module_name)
+        target: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise ValueError("cannot import %r: %s" % (module_name, exc)) from None
     for name in attribute.split("."):

@@ -41,6 +41,7 @@ Example::
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 __all__ = [
@@ -226,7 +227,7 @@ def multipart_method_overrides(data: bytes, boundary: bytes | None = None) -> se
     # Everything before this offset belongs to a part already looked at:
     # each byte is scanned a bounded number of times.
     covered = 0
-    blank = None  # the last blank line found (reused while it lies ahead), False once none is left
+    blank: Any = None  # the last blank line found (reused while it lies ahead), False once none is left
     start = low.find(KEY)
     while start != -1:
         after = start + len(KEY)

@@ -31,6 +31,7 @@ Example::
     ...     _ = conn.execute(tenants.insert(), [{"id": "acme"}, {"id": "acme "}, {"id": "ACME"}])
     ...     conn.execute(sa.select(sa.func.count()).select_from(tenants)).scalar()
     3
+    >>> engine.dispose()
 """
 
 from __future__ import annotations
@@ -38,9 +39,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
-from sqlalchemy.engine import URL, make_url
+from tenancy_mw.extras import missing_extra
+
+try:
+    import sqlalchemy as sa
+    from sqlalchemy.dialects import mysql
+    from sqlalchemy.engine import URL, make_url
+except ImportError as exc:
+    raise missing_extra("sql", __name__, exc) from exc
 
 __all__ = ["EXACT_COLLATIONS", "ExactString", "create_engine", "error_summary", "is_mysql", "table_options"]
 
@@ -69,12 +75,17 @@ class ExactString(sa.types.TypeDecorator):
     impl = sa.String
     cache_ok = True
 
+    @property
+    def length(self) -> int | None:
+        """The most characters a value holds."""
+        return self.impl_instance.length  # type: ignore[attr-defined]  # impl is a String
+
     def load_dialect_impl(self, dialect: sa.engine.Dialect) -> sa.types.TypeEngine:
         """The plain ``VARCHAR`` except on MySQL/MariaDB, where it carries a binary NO PAD collation."""
         if is_mysql(dialect):
             collation = MARIADB_EXACT_COLLATION if getattr(dialect, "is_mariadb", False) else MYSQL_EXACT_COLLATION
-            return dialect.type_descriptor(mysql.VARCHAR(self.impl.length, charset="utf8mb4", collation=collation))
-        return dialect.type_descriptor(sa.String(self.impl.length))
+            return dialect.type_descriptor(mysql.VARCHAR(self.length, charset="utf8mb4", collation=collation))
+        return dialect.type_descriptor(sa.String(self.length))
 
 
 def table_options() -> dict[str, str]:

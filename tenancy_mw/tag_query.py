@@ -42,21 +42,31 @@ Usage in ``api-paste.ini``::
 
 From Python::
 
-    from tenancy_mw.tag_query import TagQueryFilter
-    app = TagQueryFilter(my_wsgi_app, {"not_tags_semantics": "nova"})
+    >>> from tenancy_mw.tag_query import TagQueryFilter
+    >>> def my_wsgi_app(environ, start_response):
+    ...     start_response("200 OK", [])
+    ...     return [str(environ["tenancy.tag_query"].matches({"web"})).encode()]
+    >>> app = TagQueryFilter(my_wsgi_app, {"not_tags_semantics": "nova"})
+    >>> from webtest import TestApp
+    >>> TestApp(app).get("/v2.1/acme/servers?tags-any=web,db").text
+    'True'
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from oslo_config import cfg
 
 from tenancy_mw.base import TenancyMiddleware
 from tenancy_mw.tags import MAX_QUERY_TAGS, SEMANTICS, InvalidTagQuery, parse_tag_query
 
-__all__ = ["TAG_QUERY_KEY", "TagQueryFilter"]
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+__all__ = ["TAG_QUERY_KEY", "TagQueryFilter", "list_opts", "set_defaults"]
 
 LOG = logging.getLogger(__name__)
 
@@ -121,7 +131,7 @@ class TagQueryFilter(TenancyMiddleware):
         self.semantics = options.not_tags_semantics
         self.max_query_tags = options.max_query_tags
 
-    def __call__(self, environ: dict, start_response: Callable):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("REQUEST_METHOD") not in self.methods:
             environ.pop(TAG_QUERY_KEY, None)
             return self.application(environ, start_response)
@@ -132,3 +142,22 @@ class TagQueryFilter(TenancyMiddleware):
             return self.error(environ, start_response, 400, "tenancy.invalid-tag-query." + exc.rule, exc.detail)
         environ[TAG_QUERY_KEY] = query
         return self.application(environ, start_response)
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Copies of this filter's options: the ``tenancy_mw.tag_query`` ``oslo.config.opts`` namespace."""
+    return TagQueryFilter.list_opts()
+
+
+def set_defaults(**defaults: Any) -> None:
+    """Change this filter's defaults for the process (see :meth:`.TenancyMiddleware.set_defaults`).
+
+    Example::
+
+        >>> set_defaults(error_format="nova")
+        >>> TagQueryFilter(None, {}).options.error_format
+        'nova'
+        >>> set_defaults(error_format="api-wg")
+    """
+    TagQueryFilter.set_defaults(**defaults)
+

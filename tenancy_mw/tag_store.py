@@ -101,7 +101,7 @@ def _retryable(exc: sa.exc.DBAPIError) -> bool:
     if getattr(orig, "pgcode", None) in _RETRY_PGCODES:
         return True
     args = getattr(orig, "args", ())
-    return bool(args) and args[0] in _RETRY_MYSQL_ERRNOS
+    return bool(args) and args[0] in _RETRY_MYSQL_ERRNOS  # type: ignore[misc]
 
 
 class TagStore:
@@ -135,7 +135,7 @@ class TagStore:
         if dialect.name == "postgresql":
             self._insert_ignore = lambda table: postgresql.insert(table).on_conflict_do_nothing()
         elif dialect.name == "sqlite":
-            self._insert_ignore = lambda table: sqlite.insert(table).on_conflict_do_nothing()
+            self._insert_ignore = lambda table: sqlite.insert(table).on_conflict_do_nothing()  # type: ignore[assignment,return-value]
         else:
             self._insert_ignore = lambda table: table.insert().prefix_with("IGNORE")
         # Every write transaction reads what committed before it got the lock.

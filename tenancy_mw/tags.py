@@ -69,9 +69,14 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 from urllib.parse import unquote_to_bytes
 
-import sqlalchemy as sa
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.expression import ColumnElement
+from tenancy_mw.extras import missing_extra
+
+try:
+    import sqlalchemy as sa
+    from sqlalchemy.ext.compiler import compiles
+    from sqlalchemy.sql.expression import ColumnElement
+except ImportError as exc:
+    raise missing_extra("sql", __name__, exc) from exc
 
 from tenancy_mw.paths import Refused, shorten
 from tenancy_mw.sql import ExactString, is_mysql, table_options
@@ -217,7 +222,7 @@ def define_tables(metadata: sa.MetaData) -> TagTables:
     The Alembic component ``tags`` (``tenancy-mw-manage db upgrade
     --component tags``) builds the same tables; a test checks they match.
     """
-    tags = sa.Table(
+    tags = sa.Table(  # type: ignore[call-overload]
         TAG_TABLE,
         metadata,
         sa.Column("resource_id", ExactString(MAX_RESOURCE_ID_LENGTH), primary_key=True),
@@ -226,7 +231,7 @@ def define_tables(metadata: sa.MetaData) -> TagTables:
         sa.Index("ix_tenancy_mw_tags_tag_resource", "tag", "resource_id"),
         **table_options(),
     )
-    locks = sa.Table(
+    locks = sa.Table(  # type: ignore[call-overload]
         TAG_LOCK_TABLE,
         metadata,
         sa.Column("resource_id", ExactString(MAX_RESOURCE_ID_LENGTH), primary_key=True),
@@ -386,14 +391,14 @@ class TagQuery(NamedTuple):
             semi_join = _has_any(table, resource_id, any_of)
             if all_of:
                 has_one = sa.or_(*[_has_tag(table, resource_id, tag) for tag in sorted(any_of)])
-                semi_join = _MySQLVariant(has_one, semi_join)
+                semi_join = _MySQLVariant(has_one, semi_join)  # type: ignore[assignment]
             clauses.append(semi_join)
-        clauses += [sa.not_(_has_tag(table, resource_id, tag)) for tag in sorted(none_of)]
+        clauses += [sa.not_(_has_tag(table, resource_id, tag)) for tag in sorted(none_of)]  # type: ignore[misc]
         if not_all_of:
             lacks_one = sa.or_(*[sa.not_(_has_tag(table, resource_id, tag)) for tag in sorted(not_all_of)])
             if len(not_all_of) > 2:
                 lacks_one = _MySQLVariant(lacks_one, _count(table, resource_id, not_all_of) < len(not_all_of))
-            clauses.append(lacks_one)
+            clauses.append(lacks_one)  # type: ignore[arg-type]
         if not clauses:
             return sa.true()
         return sa.and_(*clauses)
@@ -508,7 +513,7 @@ def parse_tag_query(
     else:
         # items(), not a dict's keys: a multidict (webob's req.GET) yields a
         # repeated parameter once per value, and every value counts.
-        for name, value in query.items():
+        for name, value in query.items():  # type: ignore[assignment]
             if name in _FIELDS:
                 if isinstance(value, str):
                     found.setdefault(name, []).append(value)

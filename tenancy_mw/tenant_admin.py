@@ -5,28 +5,28 @@ The spec says every service MUST offer tenant admin calls on
 registry in SQL (:mod:`tenancy_mw.tenant_registry`), so the wrapped
 service does not have to:
 
-==========================================  ==========================================================
-Call                                        Answer
-==========================================  ==========================================================
-``GET /{v}/{t}``                            ``200`` and the representation, ``ETag`` and the metadata
-                                            headers (``204`` with ``representations = false``);
-                                            ``404`` unknown or purged; ``410`` deleted
-``HEAD /{v}/{t}``                           ``204``, the same headers, no body; ``404``/``410``
-``PUT /{v}/{t}``                            ``201`` created, ``202`` modified (or unchanged: PUT is
-                                            idempotent); body a JSON object (empty: ``{}``), at most
-                                            ``max_body_bytes``; ``400``/``413``/``415`` for a bad
-                                            body; ``409`` when deleted, or when the representation
-                                            differs and ``updatable = false``
-``DELETE /{v}/{t}``                         ``204`` (marked deleted, recoverable); ``404``; ``410``
-``POST /{v}/{t}/action/restore``            ``200`` and the representation (``204`` without); ``404``;
-                                            ``409`` when the tenant is not deleted
-``GET /{v}/{t}/{path}/action/move?dest=D``  the move action document and its ``ETag``
-``POST /{v}/{t}/{path}/action/move?dest=D`` ``303``, ``Location`` at the resource's new home; with
-                                            ``If-Match``, only if the document's ETag still matches,
-                                            else ``412``
-``GET|POST /{v}/{t}/action/move?dest=D``    the same for all of the tenant's resources; ``303`` to
-                                            the destination tenant, which keeps the source tenant
-==========================================  ==========================================================
+============================================  ==========================================================
+Call                                          Answer
+============================================  ==========================================================
+``GET /{v}/{t}``                              ``200`` and the representation, ``ETag`` and the metadata
+                                              headers (``204`` with ``representations = false``);
+                                              ``404`` unknown or purged; ``410`` deleted
+``HEAD /{v}/{t}``                             ``204``, the same headers, no body; ``404``/``410``
+``PUT /{v}/{t}``                              ``201`` created, ``202`` modified (or unchanged: PUT is
+                                              idempotent); body a JSON object (empty: ``{}``), at most
+                                              ``max_body_bytes``; ``400``/``413``/``415`` for a bad
+                                              body; ``409`` when deleted, or when the representation
+                                              differs and ``updatable = false``
+``DELETE /{v}/{t}``                           ``204`` (marked deleted, recoverable); ``404``; ``410``
+``POST /{v}/{t}/action/restore``              ``200`` and the representation (``204`` without); ``404``;
+                                              ``409`` when the tenant is not deleted
+``GET /{v}/{t}/{path}/action/move?dest=D``    the move action document and its ``ETag``
+``POST /{v}/{t}/{path}/action/move?dest=D``   ``303``, ``Location`` at the resource's new home; with
+                                              ``If-Match``, only if the document's ETag still matches,
+                                              else ``412``
+``GET|POST /{v}/{t}/action/move?dest=D``      the same for all of the tenant's resources; ``303`` to
+                                              the destination tenant, which keeps the source tenant
+============================================  ==========================================================
 
 Moves need ``move_provider``, a small interface the service implements
 (:mod:`tenancy_mw.moves`); without it, move URLs go to the service.  Move
@@ -88,8 +88,20 @@ The registry's tables come from ``tenancy-mw-manage db upgrade --url URL
 
 From Python::
 
-    from tenancy_mw.tenant_admin import TenantAdmin
-    admin_app = TenantAdmin(service_app, {"connection": "sqlite:////var/lib/svc/tenants.sqlite"})
+    >>> import os, tempfile
+    >>> from tenancy_mw import migrations
+    >>> from tenancy_mw.tenant_admin import TenantAdmin
+    >>> url = "sqlite:///" + os.path.join(tempfile.mkdtemp(), "tenants.sqlite")
+    >>> migrations.upgrade(url, components=["tenants"])
+    ['tenants']
+    >>> def service_app(environ, start_response):
+    ...     start_response("204 No Content", [])
+    ...     return []
+    >>> admin_app = TenantAdmin(service_app, {"connection": url})
+    >>> from webtest import TestApp
+    >>> TestApp(admin_app).get("/v2.1/acme/servers", status=404).json["errors"][0]["code"]
+    'tenancy.tenant-not-found'
+    >>> admin_app.registry.close()
 """
 
 from __future__ import annotations
@@ -99,16 +111,17 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import timezone
 from email.utils import format_datetime
 from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote
 
-import sqlalchemy as sa
 from oslo_config import cfg
 
 from tenancy_mw.base import TenancyMiddleware
+from tenancy_mw.extras import missing_extra
 from tenancy_mw.moves import MoveProvider, MoveRefused, load_provider
 from tenancy_mw.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.sql import error_summary
@@ -131,7 +144,15 @@ from tenancy_mw.tenant_registry import (
     canonical_json,
 )
 
-__all__ = ["TenantAdmin", "parse_if_match"]
+try:
+    import sqlalchemy as sa
+except ImportError as exc:
+    raise missing_extra("sql", __name__, exc) from exc
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+__all__ = ["TenantAdmin", "list_opts", "parse_if_match", "set_defaults"]
 
 LOG = logging.getLogger(__name__)
 
@@ -347,7 +368,7 @@ class TenantAdmin(TenancyMiddleware):
 
     # The request path -----------------------------------------------------
 
-    def __call__(self, environ: dict, start_response: Callable):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         tenant_id = environ.get(TENANT_ID_KEY)
         if tenant_id is None or self.admin_api or tenant_id in self.tenantless:
             return self._route(environ, start_response)
@@ -463,8 +484,8 @@ class TenantAdmin(TenancyMiddleware):
 
     def _serve_redirecting(self, environ: dict, start_response: Callable, tenant_id: str):
         """Pass the request on; turn the service's 404 under a moved resource's old path into a 301."""
-        held = []
-        held_body = []
+        held: list = []
+        held_body: list = []
         deciding = [True]
 
         def capture(status, headers, exc_info=None):
@@ -726,11 +747,11 @@ class TenantAdmin(TenancyMiddleware):
                         headers=(("ETag", etag),),
                     )
                 if path:
-                    new_path = tuple(self.provider.move_resource(tenant_id, path, dest))
+                    new_path = tuple(self.provider.move_resource(tenant_id, path, dest))  # type: ignore[union-attr]  # only with a provider
                     recorded = [(path, new_path)]
                     location = _url(environ, canonical.segments[:index] + (dest,) + new_path, False)
                 else:
-                    recorded = [(tuple(old), tuple(new)) for old, new in self.provider.move_tenant(tenant_id, dest)]
+                    recorded = [(tuple(old), tuple(new)) for old, new in self.provider.move_tenant(tenant_id, dest)]  # type: ignore[union-attr]  # only with a provider
                     location = _url(environ, canonical.segments[:index] + (dest,), False)
                 self.registry.record_moves(conn, tenant_id, dest, recorded)
         except MoveRefused as exc:
@@ -799,14 +820,14 @@ class TenantAdmin(TenancyMiddleware):
         # The destination's resources are affected too (the spec's example: a
         # tenant may hold at most 100 resources): their count and state tag,
         # never their list, are in the document and so in its ETag.
-        received = self.provider.tenant_resources(dest, 0)
+        received = self.provider.tenant_resources(dest, 0)  # type: ignore[union-attr]  # only with a provider
         document["destination"]["resources"] = {
             "count": received.count,
             "tag": received.tag,
             "metadata": received.metadata,
         }
         if path:
-            state = self.provider.resource_state(tenant_id, path)
+            state = self.provider.resource_state(tenant_id, path)  # type: ignore[union-attr]  # only with a provider
             if state is None or state.deleted:
                 if precondition:
                     raise _Answer(
@@ -828,7 +849,7 @@ class TenantAdmin(TenancyMiddleware):
                 )
             document["resource"] = state.document()
         else:
-            resources = self.provider.tenant_resources(tenant_id, self.list_limit)
+            resources = self.provider.tenant_resources(tenant_id, self.list_limit)  # type: ignore[union-attr]  # only with a provider
             listed = resources.resources if resources.resources is not None and (
                 len(resources.resources) <= self.list_limit) else None
             document["resources"] = {
@@ -889,3 +910,22 @@ def _redirect(environ: dict, start_response: Callable, status: int, location: st
         [("Location", location), ("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
     )
     return [b"" if environ.get("REQUEST_METHOD") == "HEAD" else body]
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Copies of this filter's options: the ``tenancy_mw.tenant_admin`` ``oslo.config.opts`` namespace."""
+    return TenantAdmin.list_opts()
+
+
+def set_defaults(**defaults: Any) -> None:
+    """Change this filter's defaults for the process (see :meth:`.TenancyMiddleware.set_defaults`).
+
+    Example::
+
+        >>> set_defaults(cache_ttl=30.0)
+        >>> [opt.default for opt in TenantAdmin.all_opts() if opt.dest == "cache_ttl"]
+        [30.0]
+        >>> set_defaults(cache_ttl=5.0)
+    """
+    TenantAdmin.set_defaults(**defaults)
+

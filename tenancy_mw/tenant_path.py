@@ -50,15 +50,22 @@ Usage in ``api-paste.ini``::
 
 From Python::
 
-    from tenancy_mw.tenant_path import TenantPath
-    app = TenantPath(my_wsgi_app, {"tenant_header": "X-Project-Name"})
+    >>> from tenancy_mw.tenant_path import TenantPath
+    >>> def my_wsgi_app(environ, start_response):
+    ...     start_response("200 OK", [("Content-Type", "text/plain")])
+    ...     return [environ["HTTP_X_PROJECT_NAME"].encode()]
+    >>> app = TenantPath(my_wsgi_app, {"tenant_header": "X-Project-Name"})
+    >>> from webtest import TestApp
+    >>> TestApp(app).get("/v2.1/acme/servers", headers={"X-Project-Name": "forged"}).text
+    'acme'
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from oslo_config import cfg
 
@@ -79,7 +86,18 @@ from tenancy_mw.tenant_ids import (
     validate_tenant_id,
 )
 
-__all__ = ["STRIPPED_KEY", "TENANT_ID_KEY", "TenantPath", "header_environ_key", "remove_header"]
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+__all__ = [
+    "STRIPPED_KEY",
+    "TENANT_ID_KEY",
+    "TenantPath",
+    "header_environ_key",
+    "list_opts",
+    "remove_header",
+    "set_defaults",
+]
 
 LOG = logging.getLogger(__name__)
 
@@ -230,7 +248,7 @@ class TenantPath(TenancyMiddleware):
         wrapped app as ``application`` or ``app`` (oslo.middleware's, paste's,
         this library's) and into a Paste urlmap's apps.
         """
-        pending, seen = [self.application], set()
+        pending, seen = [self.application], set[int]()
         while pending and len(seen) < 200:
             app = pending.pop()
             if app is None or id(app) in seen:
@@ -246,7 +264,7 @@ class TenantPath(TenancyMiddleware):
             if isinstance(mapped, list):
                 pending += [entry[1] for entry in mapped if isinstance(entry, tuple) and len(entry) == 2]
 
-    def __call__(self, environ: dict, start_response: Callable):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         key = self.header_key
         environ.pop(key, None)
         try:
@@ -349,3 +367,21 @@ class TenantPath(TenancyMiddleware):
         # A culling filter that passed the client's path judges the path the
         # app will now route on, too.
         return remember_rewrite(environ, canonical)
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Copies of this filter's options: the ``tenancy_mw.tenant_path`` ``oslo.config.opts`` namespace."""
+    return TenantPath.list_opts()
+
+
+def set_defaults(**defaults: Any) -> None:
+    """Change this filter's defaults for the process (see :meth:`.TenancyMiddleware.set_defaults`).
+
+    Example::
+
+        >>> set_defaults(error_format="nova")
+        >>> TenantPath(None, {}).options.error_format
+        'nova'
+        >>> set_defaults(error_format="api-wg")
+    """
+    TenantPath.set_defaults(**defaults)

@@ -60,11 +60,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
-from sqlalchemy.engine import URL
-
-from tenancy_mw import sql
+from tenancy_mw import sql  # first: without the sql extra, it names it
+from tenancy_mw.sql import URL, mysql, sa
 from tenancy_mw.tenant_ids import MAX_TENANT_ID_LENGTH, validate_tenant_id
 
 __all__ = [
@@ -104,7 +101,7 @@ _LONG_TEXT = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 metadata = sa.MetaData()
 
 #: The tenants (see the module documentation).
-tenants_table = sa.Table(
+tenants_table = sa.Table(  # type: ignore[call-overload]  # ExactString columns
     "tenancy_tenants",
     metadata,
     sa.Column("id", sql.ExactString(MAX_TENANT_ID_LENGTH), primary_key=True),
@@ -119,7 +116,7 @@ tenants_table = sa.Table(
 )
 
 #: The recorded moves (see the module documentation).
-moves_table = sa.Table(
+moves_table = sa.Table(  # type: ignore[call-overload]  # ExactString columns
     "tenancy_tenant_moves",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
@@ -514,7 +511,7 @@ class TenantRegistry:
             length = prefixes.get(row["source_key"])
             if row["source_tenant"] != tenant_id or _split(row["source_path"]) != path[:length]:
                 continue  # a hash collision; never trust the key alone
-            if best is None or length > best[1]:
+            if best is None or length > best[1]:  # type: ignore[operator]  # a key found has its length
                 best = (row, length)
         if best is None:
             return None
@@ -558,7 +555,7 @@ def _lost_a_race(exc: sa.exc.DBAPIError) -> bool:
     orig = exc.orig
     if getattr(orig, "pgcode", None) in _RACE_SQLSTATES:
         return True
-    args = getattr(orig, "args", ())
+    args: tuple = getattr(orig, "args", ())
     return bool(args) and args[0] in _RACE_MYSQL_ERRORS
 
 

@@ -39,6 +39,7 @@ From Python::
     >>> with engine.begin() as conn:
     ...     _ = conn.exec_driver_sql("CREATE TABLE services (id INTEGER PRIMARY KEY, uuid VARCHAR(36))")
     ...     _ = conn.exec_driver_sql("INSERT INTO services (id) VALUES (1), (2), (3)")
+    >>> engine.dispose()
     >>> [(r.cell, r.updated, r.remaining) for r in backfill_uuids({"cell1": "sqlite:///" + path}, "services")]
     [('cell1', 3, 0)]
 """
@@ -52,11 +53,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import sqlalchemy as sa
-
-from tenancy_mw import sql
+from tenancy_mw import sql  # first: without the sql extra, it names it
 from tenancy_mw.cell_ids import SpecError, check_names, parse_cells
-from tenancy_mw.sql import error_summary
+from tenancy_mw.sql import error_summary, sa
 
 __all__ = ["CELLS_ENV", "BackfillResult", "backfill_table", "backfill_uuids", "register"]
 
@@ -136,12 +135,13 @@ def backfill_table(
         updated += done
         last = ids[-1]
     with engine.connect() as conn:
-        remaining = conn.execute(sa.select(sa.func.count()).select_from(tbl).where(uuid_col.is_(None))).scalar()
+        remaining = conn.execute(sa.select(sa.func.count()).select_from(tbl).where(uuid_col.is_(None))).scalar_one()
     return updated, remaining
 
 
 def _is_lock_conflict(exc: sa.exc.OperationalError) -> bool:
-    code = getattr(exc.orig, "pgcode", None) or (exc.orig.args[0] if getattr(exc.orig, "args", None) else None)
+    orig = exc.orig
+    code = getattr(orig, "pgcode", None) or (orig.args[0] if orig is not None and orig.args else None)
     return code in ("40P01", "55P03", 1205, 1213) or "locked" in str(exc.orig).lower()
 
 
@@ -193,7 +193,7 @@ def _ids_backfill(args: argparse.Namespace) -> int:
             failed = True
             print("%s: failed after giving %d rows a uuid: %s" % (result.cell, result.updated, result.error))
         else:
-            print("%s: %d rows given a uuid, %d left without one" % (result.cell, result.updated, result.remaining))
+            print("%s: %d rows given a uuid, %s left without one" % (result.cell, result.updated, result.remaining))
     print("total: %d rows given a uuid in %d cells" % (sum(r.updated for r in results), len(results)))
     return 1 if failed else 0
 

@@ -22,10 +22,38 @@ light.  ``from tenancy_mw.idempotency import Idempotency`` loads the filter.
 
 from __future__ import annotations
 
-__all__ = ["Idempotency"]
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oslo_config import cfg
+
+__all__ = ["Idempotency", "list_opts", "set_defaults"]
 
 
-def __getattr__(name: str):
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Copies of this filter's options: the ``tenancy_mw.idempotency`` ``oslo.config.opts`` namespace."""
+    from tenancy_mw.idempotency.filter import Idempotency
+
+    return Idempotency.list_opts()
+
+
+def set_defaults(**defaults: Any) -> None:
+    """Change this filter's defaults for the process (see :meth:`.TenancyMiddleware.set_defaults`).
+
+    Example::
+
+        >>> set_defaults(expiration=3600)
+        >>> from tenancy_mw.idempotency.filter import Idempotency
+        >>> [opt.default for opt in Idempotency.all_opts() if opt.dest == "expiration"]
+        [3600]
+        >>> set_defaults(expiration=86400)
+    """
+    from tenancy_mw.idempotency.filter import Idempotency
+
+    Idempotency.set_defaults(**defaults)
+
+
+def __getattr__(name: str) -> Any:
     # The filter pulls in oslo.middleware; load it only when asked for.
     if name == "Idempotency":
         from tenancy_mw.idempotency.filter import Idempotency

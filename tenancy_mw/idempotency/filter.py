@@ -25,9 +25,16 @@ Usage in ``api-paste.ini``, after ``tenant_path`` (it scopes tokens by tenant)::
 
 From Python::
 
-    from tenancy_mw.idempotency import Idempotency
-    app = Idempotency(service, {"backend": "sql", "connection": "postgresql+psycopg2://...",
-                                "secret": "..."})
+    >>> from tenancy_mw.idempotency import Idempotency
+    >>> def service(environ, start_response):
+    ...     start_response("201 Created", [])
+    ...     return [b"created"]
+    >>> app = Idempotency(service, {"backend": "memory", "shared_scope": "demo"})
+    >>> app.options.backend, app.options.methods
+    ('memory', ['POST'])
+
+(``doc/idempotency.rst`` shows a replay; the ``memcached`` and ``sql``
+backends take ``memcached_servers`` or ``connection``, and ``secret``.)
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ import io
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from oslo_config import cfg
@@ -48,6 +56,9 @@ from tenancy_mw.idempotency.stores import MemcachedStore, MemoryStore, StoreErro
 from tenancy_mw.idempotency.tokens import InvalidToken, parse_token
 from tenancy_mw.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.tenant_path import TENANT_ID_KEY, header_environ_key
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 __all__ = ["REPLAYED_HEADER", "Idempotency"]
 
@@ -206,12 +217,12 @@ class _Captured:
     __slots__ = ("status", "headers", "chunks", "size", "rest", "close")
 
     def __init__(self) -> None:
-        self.status = None
-        self.headers = None
+        self.status: Any = None
+        self.headers: Any = None
         self.chunks: list[bytes] = []
         self.size = 0
-        self.rest = None
-        self.close = None
+        self.rest: Any = None
+        self.close: Any = None
 
     def start_response(self, status, headers, exc_info=None):
         # Nothing has reached the client yet, so an error page (exc_info)
@@ -316,7 +327,7 @@ class Idempotency(TenancyMiddleware):
 
     # The request -----------------------------------------------------------
 
-    def __call__(self, environ: dict, start_response: Callable):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if self._check_multiprocess:
             self._check_multiprocess = False
             if environ.get("wsgi.multiprocess"):
@@ -370,7 +381,7 @@ class Idempotency(TenancyMiddleware):
         request_fp = fingerprint(
             environ["REQUEST_METHOD"], path, environ.get("QUERY_STRING", ""), body, environ.get("CONTENT_TYPE")
         )
-        key = self.codec.store_key(scope, token, shared)
+        key = self.codec.store_key(scope, token, shared)  # type: ignore[arg-type]  # a token was found above
         deadline = time.monotonic() + self.in_flight_timeout if self.wait_in_flight else None
         delay = 0.05
         while True:
@@ -390,14 +401,14 @@ class Idempotency(TenancyMiddleware):
                 return self.error(
                     environ, start_response, self.mismatch_status, "idempotency.token-reused",
                     "%s %r was already used with a different request (method, path, query or body); "
-                    "use a new token for a new request." % (header, shorten(token)),
+                    "use a new token for a new request." % (header, shorten(str(token))),
                 )
             if not record.in_flight:
                 return self._replay(environ, start_response, record)
             if deadline is None or time.monotonic() >= deadline:
                 return self.error(
                     environ, start_response, 409, "idempotency.in-flight",
-                    "A request with %s %r is still being processed; retry later." % (header, shorten(token)),
+                    "A request with %s %r is still being processed; retry later." % (header, shorten(str(token))),
                     headers=self.retry_after,
                 )
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
@@ -421,7 +432,8 @@ class Idempotency(TenancyMiddleware):
         try:
             length = int(length) if length else None
         except ValueError:
-            return b"", (400, "idempotency.bad-content-length", "Content-Length %r is not a number." % shorten(length))
+            detail = "Content-Length %r is not a number." % shorten(str(length))
+            return b"", (400, "idempotency.bad-content-length", detail)
         if length is not None and length < 0:
             return b"", (400, "idempotency.bad-content-length", "Content-Length %r is negative." % shorten(str(length)))
         if length is not None and length > self.max_body:

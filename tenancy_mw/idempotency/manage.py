@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-import sqlalchemy as sa
-
-from tenancy_mw import manage, sql
+from tenancy_mw import manage, sql  # first: without the sql extra, it names it
+from tenancy_mw.sql import sa
 
 __all__ = ["register"]
 

@@ -48,12 +48,11 @@ import math
 import random
 import time
 import uuid
+from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
-
-from tenancy_mw import sql
+from tenancy_mw import sql  # first: without the sql extra, it names it
 from tenancy_mw.idempotency.stores import Claim, StoreError
+from tenancy_mw.sql import mysql, sa
 
 __all__ = ["TABLE_NAME", "SqlStore", "metadata", "purge_expired", "records"]
 
@@ -68,7 +67,7 @@ KEY_LENGTH = 80
 #: The runtime definition of the table; the migration in
 #: ``tenancy_mw/migrations/versions/idempotency/`` builds the same (a test checks).
 metadata = sa.MetaData()
-records = sa.Table(
+records = sa.Table(  # type: ignore[call-overload]  # ExactString columns
     TABLE_NAME,
     metadata,
     sa.Column("key", sql.ExactString(KEY_LENGTH), primary_key=True),
@@ -147,7 +146,7 @@ class SqlStore:
     def __init__(self, url: str | sa.engine.URL, timeout: float = 2.0, purge_interval: float = 300.0,
                  clock=time.time) -> None:
         url = sa.engine.make_url(url)
-        engine_args = {"connect_args": _connect_args(url, timeout)}
+        engine_args: dict[str, Any] = {"connect_args": _connect_args(url, timeout)}
         if url.get_backend_name() != "sqlite" or url.database not in (None, "", ":memory:"):
             engine_args["pool_timeout"] = timeout  # an in-memory SQLite pool does not wait
         self.engine = sql.create_engine(url, **engine_args)

@@ -210,7 +210,7 @@ def _exchange(client, command: bytes, replies: int) -> list[tuple[bytes, dict, b
             raise StoreError("memcached closed the connection")
         buffer.extend(data)
 
-    results = []
+    results: list = []
     while len(results) < replies:
         end = buffer.find(b"\r\n", position)
         while end < 0:
@@ -340,11 +340,11 @@ class MemcachedStore:
 
     def complete(self, key: str, handle: object, value: bytes, expiration: int) -> bool:
         command = b"ms %s %d T%d MS C%d\r\n%s\r\n" % (
-            key.encode("ascii"), len(value), memcached_expiry(expiration), int(handle), value)
+            key.encode("ascii"), len(value), memcached_expiry(expiration), int(handle), value)  # type: ignore[call-overload]
         return self._owned(self._call(key, command, 1))
 
     def release(self, key: str, handle: object) -> bool:
-        return self._owned(self._call(key, b"md %s C%d\r\n" % (key.encode("ascii"), int(handle)), 1))
+        return self._owned(self._call(key, b"md %s C%d\r\n" % (key.encode("ascii"), int(handle)), 1))  # type: ignore[call-overload]
 
     @staticmethod
     def _owned(replies: list) -> bool:

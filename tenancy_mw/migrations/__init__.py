@@ -33,11 +33,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy.engine import URL, make_url
+from tenancy_mw.extras import missing_extra
+
+try:
+    from alembic import command
+    from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+    from sqlalchemy.engine import URL, make_url
+except ImportError as exc:
+    raise missing_extra("sql", __name__, exc) from exc
 
 from tenancy_mw import sql
 

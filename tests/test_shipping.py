@@ -1,0 +1,175 @@
+"""What ships with every filter, and what the package promises about itself.
+
+These tests are generic: a filter added to ``tenancy_mw/opts.py`` FILTERS
+or as a ``paste.filter_factory`` entry point fails here, naming what is
+missing, until it has everything ``doc/contributing.rst`` lists.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import importlib
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+import tenancy_mw
+from tenancy_mw import opts
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "tenancy_mw"
+FILTERS = {cls.opt_group: cls for cls in opts.FILTERS}
+SETUP_CFG = configparser.ConfigParser()
+SETUP_CFG.read(REPO / "setup.cfg")
+
+
+def _entry_points(group: str) -> dict[str, str]:
+    lines = SETUP_CFG["options.entry_points"][group].strip().splitlines()
+    return dict((part.strip() for part in line.split("=", 1)) for line in lines if line.strip())
+
+
+def _requirements(text: str) -> list[Requirement]:
+    return [Requirement(line) for line in text.strip().splitlines() if line.strip() and not line.startswith("#")]
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_every_paste_filter_is_listed_for_the_generator():
+    assert set(_entry_points("paste.filter_factory")) == set(FILTERS)
+
+
+@pytest.mark.parametrize("name", sorted(FILTERS))
+def test_filter_module_offers_set_defaults_and_list_opts(name):
+    module = importlib.import_module("tenancy_mw.%s" % name)
+    for function in ("set_defaults", "list_opts"):
+        assert callable(getattr(module, function, None)), "tenancy_mw.%s.%s is missing" % (name, function)
+        assert function in module.__all__, "add %r to tenancy_mw.%s.__all__" % (function, name)
+    assert _entry_points("oslo.config.opts").get("tenancy_mw.%s" % name) == "tenancy_mw.%s:list_opts" % name
+
+
+@pytest.mark.parametrize("name", sorted(FILTERS))
+def test_filter_has_its_page_made_from_the_code(name):
+    pages = [p for p in (REPO / "doc").glob("*.rst") if ".. show-options:: tenancy_mw.%s\n" % name in p.read_text()]
+    assert pages, "no page in doc/ shows the options of %s (doc/%s.rst, with .. show-options::)" % (name, name)
+    page = pages[0]
+    text = page.read_text()
+    modules = {FILTERS[name].__module__, "tenancy_mw.%s" % name}  # a filter package: either
+    assert any(".. automodule:: %s\n" % module in text for module in modules), "no automodule of %s" % modules
+    assert ".. show-options:: tenancy_mw.%s" % name in text
+    assert "[filter:%s]" % name in text
+    assert "use = egg:tenancy_mw#%s" % name in text
+    assert "Status codes and failure behaviour" in text
+    assert ".. autofunction:: tenancy_mw.%s.set_defaults" % name in text
+    index = (REPO / "doc" / "index.rst").read_text()
+    assert re.search(r"(?m)^   %s$" % re.escape(page.stem), index), (
+        "add %s to the Filters toctree of doc/index.rst" % name
+    )
+
+
+@pytest.mark.parametrize("name", sorted(FILTERS))
+def test_filter_has_a_release_note(name):
+    notes = [p.read_text() for p in (REPO / "releasenotes" / "notes").glob("*.yaml")]
+    assert any("features:" in note and "``%s``" % name in note for note in notes), (
+        "add a release note (releasenotes/notes/) with a features entry naming ``%s``" % name
+    )
+
+
+def _third_party_imports() -> dict[str, set[str]]:
+    """Top-level modules the package imports (outside TYPE_CHECKING), and the files importing each."""
+    found: dict[str, set[str]] = {}
+    stdlib = set(sys.stdlib_module_names) | {"_typeshed"}
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top not in stdlib and top != "tenancy_mw":
+                    found.setdefault(top, set()).add(str(path.relative_to(REPO)))
+    return found
+
+
+def test_every_runtime_dependency_is_imported_by_the_package():
+    providers = metadata.packages_distributions()
+    imported = {_norm(dist) for top in _third_party_imports() for dist in providers.get(top, [top])}
+    for requirement in _requirements(SETUP_CFG["options"]["install_requires"]):
+        assert _norm(requirement.name) in imported, "%s is in install_requires but tenancy_mw never imports it" % (
+            requirement.name
+        )
+
+
+def test_every_import_of_the_package_is_a_declared_dependency():
+    providers = metadata.packages_distributions()
+    extras = SETUP_CFG["options.extras_require"]
+    declared = {_norm(r.name) for r in _requirements(SETUP_CFG["options"]["install_requires"])}
+    declared |= {_norm(r.name) for r in _requirements(extras["sql"])}
+    for top, files in _third_party_imports().items():
+        dists = {_norm(d) for d in providers.get(top, [top])}
+        assert dists & declared, "%s (imported by %s) is in neither install_requires nor a feature extra" % (
+            top,
+            ", ".join(sorted(files)),
+        )
+
+
+def _without_sql(code: str) -> subprocess.CompletedProcess:
+    """Run *code* in a Python where SQLAlchemy and alembic cannot be imported."""
+    blocker = "import sys; sys.modules.update(sqlalchemy=None, alembic=None)\n"
+    return subprocess.run([sys.executable, "-c", blocker + code], capture_output=True, text=True, cwd=REPO)
+
+
+def test_sql_parts_name_the_extra_when_it_is_missing():
+    for module in ("tenancy_mw.sql", "tenancy_mw.migrations", "tenancy_mw.manage"):
+        result = _without_sql("import %s" % module)
+        assert result.returncode == 1, module
+        assert "pip install 'tenancy_mw[sql]'" in result.stderr, (module, result.stderr[-500:])
+
+
+def test_every_filter_loads_without_the_sql_extra_or_names_it():
+    """A filter that needs no SQL loads through paste without it; one that needs it says which extra to install."""
+    code = (
+        "from importlib import metadata\n"
+        "for entry in metadata.entry_points(group='paste.filter_factory'):\n"
+        "    if entry.value.startswith('tenancy_mw.'):\n"
+        "        try:\n"
+        "            entry.load()({})\n"
+        "            print(entry.name, 'loads')\n"
+        "        except ImportError as exc:\n"
+        "            print(entry.name, 'refused:', exc)\n"
+    )
+    result = _without_sql(code)
+    assert result.returncode == 0, result.stderr
+    outcomes = dict(line.split(" ", 1) for line in result.stdout.splitlines())
+    assert set(outcomes) == set(FILTERS)
+    assert outcomes["tenant_path"] == "loads"
+    assert outcomes["admin_cull"] == "loads"
+    for name, outcome in outcomes.items():
+        assert outcome == "loads" or "pip install 'tenancy_mw[sql]'" in outcome, (name, outcome)
+
+
+def test_one_version_one_license_typed():
+    assert metadata.version("tenancy_mw") == tenancy_mw.__version__
+    assert SETUP_CFG["metadata"]["version"] == "attr: tenancy_mw.__version__"
+    assert (REPO / "LICENSE").read_text().split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert (PACKAGE / "py.typed").is_file()
+    assert "py.typed" in SETUP_CFG["options.package_data"]["tenancy_mw"]
+
+
+def test_classifiers_match_python_requires():
+    python_requires = SETUP_CFG["options"]["python_requires"]
+    assert python_requires == ">=3.10"
+    listed = re.findall(r"Programming Language :: Python :: (3\.\d+)", SETUP_CFG["metadata"]["classifiers"])
+    assert listed == ["3.10", "3.11", "3.12", "3.13"]
+    assert "%d.%d" % sys.version_info[:2] in listed
