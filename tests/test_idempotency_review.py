@@ -90,12 +90,15 @@ def test_replay_carries_no_cookie_no_connection_named_header_and_no_length_on_20
     def app(environ, start_response):
         calls.append(1)
         environ["wsgi.input"].read()
-        start_response("204 No Content", [
-            ("Set-Cookie", "session=abc; HttpOnly"),
-            ("Connection", "X-Hop"),
-            ("X-Hop", "per-connection"),
-            ("X-Kept", "yes"),
-        ])
+        start_response(
+            "204 No Content",
+            [
+                ("Set-Cookie", "session=abc; HttpOnly"),
+                ("Connection", "X-Hop"),
+                ("X-Hop", "per-connection"),
+                ("X-Kept", "yes"),
+            ],
+        )
         return []
 
     idem = Idempotency(app, {"backend": "memory"})
