@@ -91,7 +91,7 @@ def _is_deadlock(exc: sa.exc.SQLAlchemyError) -> bool:
         return False
     if getattr(orig, "pgcode", None) in ("40P01", "40001"):
         return True
-    args = getattr(orig, "args", ())
+    args: tuple = tuple(getattr(orig, "args", ()))
     return bool(args) and args[0] == 1213
 
 
