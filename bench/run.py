@@ -35,6 +35,7 @@ from idempotency_cases import cases as idempotency_cases
 from idempotency_cases import report_lines as idempotency_report_lines
 from oslo_middleware.request_id import RequestId
 
+from tenancy_mw.overrides import MAX_ESCAPES
 from tenancy_mw.tag_query import TagQueryFilter
 from tenancy_mw.tenant_path import TenantPath
 
@@ -280,7 +281,7 @@ if AdminCull is not None:
             "admin_cull",
             lambda app: AdminCull(app, {}),
             dict(target("/v2.1/%s" % TENANT, method="POST"), CONTENT_TYPE="application/x-www-form-urlencoded"),
-            body=(b"%6d" * 4000 + b"\n" * (1024 * 1024))[: 1024 * 1024],
+            body=(b"%6d" * MAX_ESCAPES + b"\n" * (1024 * 1024))[: 1024 * 1024],
             max_overhead_ns=WORST_CASE_NS,
             share=0.002,
         ),

@@ -83,10 +83,12 @@ _KEY_LETTERS = {
 _KEY_HEX = {escape[1:]: letter for escape, letter in _KEY_LETTERS.items()}
 #: Most percent signs one url-encoded body or query is decoded at: each
 #: costs a step of Python, so a body of 1 MiB of ``%`` would cost tens of
-#: milliseconds.  Form encoders escape only bytes outside
-#: letters, digits and ``*-._``: 4096 escapes is some 1,350 non-ASCII
-#: characters; a query of more cannot pass ``max_target_length`` anyway.
-MAX_ESCAPES = 4096
+#: milliseconds.  Form encoders escape only bytes outside letters, digits
+#: and ``*-._``: 1024 escapes is some 340 non-ASCII characters, and only
+#: requests on a path that is admin for another method (``POST
+#: /v2.1/{tenant}``, a tenant read with a query) are scanned, where no
+#: public call sends a form at all.
+MAX_ESCAPES = 1024
 _SPACE_BYTES = b" +\t\r\n\x0b\x0c"
 _SEPARATORS = b"&;"
 
