@@ -23,7 +23,7 @@ From microversion 2.26 a server shows its ``tags``, and the list takes
 ``tags``, ``tags-any``, ``not-tags`` and ``not-tags-any``
 (:mod:`demo_compute.tags`, parsed by the ``tag_query`` filter).
 
-Requests under ``/v2.1``, and ``/``, are served at the microversion the client asks
+Requests under ``/v2.1`` are served at the microversion the client asks
 for (:mod:`demo_compute.microversions`: ``2.1`` to ``2.53``, nova's headers,
 ``400`` malformed, ``406`` out of range); every answer there carries it in
 ``OpenStack-API-Version`` and ``X-OpenStack-Nova-API-Version``, with
@@ -206,8 +206,9 @@ class DemoCompute:
         # Routes see the path from the version on (from the mount's end at the root).
         start = version_index if version_index >= 0 else canonical.prefix_length
         mount = self._url(req, segments[:start])
-        if version_index >= 0 or not any(segments[start:]):
-            # Under /v2.1 and at the root, as nova's: served at a microversion.
+        if version_index >= 0:
+            # Under /v2.1 only: nova's root versions document is not under
+            # microversion control (no version headers, no 406 there).
             try:
                 req.environ[MICROVERSION_KEY] = microversions.negotiate(req.environ)
             except microversions.VersionError as exc:
