@@ -61,6 +61,7 @@ SDIST_MUST_HOLD = [
     "doc/pipeline.dot",
     "doc/tenancy_mw.conf.sample",
     "examples/api-paste.ini",
+    "examples/tenancy_mw_demo.conf",
     "releasenotes/source/conf.py",
 ]
 

@@ -6,6 +6,8 @@ Servers live per tenant under ``/v2.1/{project_id}/servers``; one tenant
 never sees another's.
 
 - :mod:`demo_compute.app`: the WSGI app and its ``paste.app_factory``;
+- :mod:`demo_compute.router`: its URL map (the Routes library);
+- :mod:`demo_compute.config`: its settings (``tenancy_mw_demo.conf``, oslo.config);
 - :mod:`demo_compute.storage`: the ``servers`` table (SQLAlchemy Core),
   on SQLite, PostgreSQL or MariaDB/MySQL;
 - :mod:`demo_compute.cells`, :mod:`demo_compute.cells_api`: ``os-services``

@@ -8,6 +8,7 @@ GET         ``/v2.1``, ``/v2.1/``                 ``{"version": {"id": "v2.1", .
 POST        ``/v2.1/{project_id}/servers``        ``201``, ``{"server": {...}}``,
                                                   ``Location`` header
 GET         ``/v2.1/{project_id}/servers``        ``{"servers": [...]}``
+GET         ``.../servers/detail``                the same list
 GET         ``/v2.1/{project_id}/servers/{id}``   ``{"server": {...}}``
 DELETE      ``/v2.1/{project_id}/servers/{id}``   ``204``
 GET, PUT,   ``/v2.1/{project_id}/servers/{id}/``  the tag API (from 2.26; see
@@ -41,35 +42,37 @@ Errors are JSON in the API-WG shape of :mod:`tenancy_mw.errors`, with the
 request id of oslo.middleware's ``request_id`` filter; bad input is a
 ``4xx`` naming the value, never a ``500``.
 
-The app routes on :func:`tenancy_mw.paths.canonical_path`, the client's
-own path, so it works the same whether ``tenant_path`` strips the tenant
-segment (``strip_tenant = true``) or not.
+The app routes with the Routes library (:mod:`demo_compute.router`) on
+:func:`tenancy_mw.paths.canonical_path`, the client's own path as the
+filters decided on it, so it works the same whether ``tenant_path`` strips
+the tenant segment (``strip_tenant = true``) or not; a method a path does
+not take is ``405`` with ``Allow``.
 
 Made by :func:`app_factory` from ``api-paste.ini``::
 
     [app:demo_compute]
     paste.app_factory = demo_compute.app:app_factory
-    database_url = sqlite:///%(here)s/state/demo.sqlite
 
-The environment variable ``TENANCY_DEMO_DATABASE_URL``, when set, wins over
-``database_url``.
+its settings read from ``tenancy_mw_demo.conf`` (:mod:`demo_compute.config`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from collections.abc import Callable
 from urllib.parse import quote
 
+from sqlalchemy.engine import make_url
 from webob import Request, Response
 
-from demo_compute import API_VERSION, cells_api, microversions
-from demo_compute.cells import DemoCells, cells_setting
-from demo_compute.storage import InvalidName, ServerStore, absolute_sqlite_url, validate_name
+from demo_compute import API_VERSION, cells_api, config, microversions
+from demo_compute.cells import DemoCells
+from demo_compute.router import METHODS, MethodNotAllowed, NoRoute, Router
+from demo_compute.storage import InvalidName, ServerStore, validate_name
 from demo_compute.tags import NoTagQuery, ServerTags
+from tenancy_mw.cell_ids import parse_cells
 from tenancy_mw.errors import render_error
 from tenancy_mw.json_body import BodyError, read_json_body
 from tenancy_mw.paths import PathRefused, canonical_path, shorten
@@ -77,8 +80,6 @@ from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN, InvalidTenantId, find
 from tenancy_mw.tenant_path import TENANT_ID_KEY
 
 __all__ = [
-    "DATABASE_URL_ENV",
-    "DEFAULT_DATABASE_URL",
     "MAX_BODY_BYTES",
     "MICROVERSION_KEY",
     "DemoCompute",
@@ -86,13 +87,6 @@ __all__ = [
 ]
 
 LOG = logging.getLogger(__name__)
-
-#: Environment variable that overrides the ``database_url`` of api-paste.ini.
-DATABASE_URL_ENV = "TENANCY_DEMO_DATABASE_URL"
-
-#: Used when neither the environment nor api-paste.ini names a database; the
-#: path is relative to the folder of api-paste.ini.
-DEFAULT_DATABASE_URL = "sqlite:///state/demo.sqlite"
 
 #: Where the version a request is served at is kept (a microversion_parse.Version).
 MICROVERSION_KEY = "demo_compute.microversion"
@@ -104,9 +98,6 @@ _VERSION_RE = re.compile(DEFAULT_VERSION_PATTERN)
 # Characters a path segment keeps unescaped when links are rebuilt; the same
 # set as tenancy_mw.tenant_ids.quote_tenant_id uses.
 _SAFE_IN_SEGMENT = "!$&'()*+,;=:@"
-_SERVERS_ALLOW = "GET, HEAD, POST"
-_SERVER_ALLOW = "DELETE, GET, HEAD"
-_DOCUMENT_ALLOW = "GET, HEAD"
 _CREATE_EXAMPLE = '{"server": {"name": "web1"}}'
 
 
@@ -141,6 +132,7 @@ class DemoCompute:
         self.cells_api = cells
         #: Tags on servers (microversion 2.26 and later): :mod:`demo_compute.tags`.
         self.tags = ServerTags(store)
+        self._routes = self._router()
 
     def __call__(self, environ: dict, server_start_response: Callable):
         """Answer one request."""
@@ -172,6 +164,30 @@ class DemoCompute:
 
     # Routing ---------------------------------------------------------------
 
+    def _router(self) -> Router:
+        """The demo's routes (Routes, :mod:`demo_compute.router`); handlers are methods of this app."""
+        router = Router()
+        router.connect("/", "versions", ("GET", "HEAD"))
+        router.connect("/%s" % API_VERSION, "version_document", ("GET", "HEAD"))
+        if self.cells_api is not None:
+            # Before the servers: os-services and os-hypervisors are no project.
+            for scope in ("/%s" % API_VERSION, "/%s/{project_id}" % API_VERSION):
+                for path, handler, methods in self.cells_api.ROUTES:
+                    router.connect(scope + path, "cells." + handler, methods)
+        servers = "/%s/{project_id}/servers" % API_VERSION
+        router.connect(servers, "server_list", ("GET", "HEAD"))
+        router.connect(servers, "server_create", ("POST",))
+        router.connect(servers + "/detail", "server_list_detail", ("GET", "HEAD"))
+        # "detail" names the list, never a server (so DELETE .../detail is
+        # not offered in an Allow header).
+        server_id = {"server_id": r"(?!detail(?:/|$))[^/]+"}
+        router.connect(servers + "/{server_id}", "server_show", ("GET", "HEAD"), server_id)
+        router.connect(servers + "/{server_id}", "server_delete", ("DELETE",), server_id)
+        # The tag API answers its own methods (405 with its Allow included).
+        for path in ("/{server_id}/tags", "/{server_id}/tags/{tag}"):
+            router.connect(servers + path, "server_tags", METHODS, server_id)
+        return router
+
     def _route(self, req: Request) -> Response:
         try:
             canonical = canonical_path(req.environ)
@@ -180,68 +196,58 @@ class DemoCompute:
             raise _Fail(400, "demo.bad-path." + exc.rule, exc.detail) from None
         segments = canonical.segments
         version_index = find_version(segments, _VERSION_RE, canonical.prefix_length)
-        if version_index < 0:
-            if any(segments[canonical.prefix_length:]):
-                raise _Fail(404, "demo.not-found", "Nothing is at %r." % shorten(str(canonical)))
-            self._allow(req, _DOCUMENT_ALLOW)
-            mount = self._url(req, segments[: canonical.prefix_length])
-            return _json_response({"versions": [self._version(mount)]})
-        if segments[version_index] != API_VERSION:
+        if version_index >= 0 and segments[version_index] != API_VERSION:
             raise _Fail(
                 404,
                 "demo.unknown-version",
                 "API version %r is not served here; this service has %s only."
                 % (shorten(segments[version_index]), API_VERSION),
             )
+        # Routes see the path from the version on (from the mount's end at the root).
+        start = version_index if version_index >= 0 else canonical.prefix_length
+        mount = self._url(req, segments[:start])
+        if version_index >= 0:
+            # Under /v2.1 only: nova's root versions document is not under
+            # microversion control (no version headers, no 406 there).
+            try:
+                req.environ[MICROVERSION_KEY] = microversions.negotiate(req.environ)
+            except microversions.VersionError as exc:
+                req.environ[MICROVERSION_KEY] = None
+                code = "demo.bad-version" if exc.status == 400 else "demo.version-not-acceptable"
+                raise _Fail(exc.status, code, exc.detail) from None
         try:
-            req.environ[MICROVERSION_KEY] = microversions.negotiate(req.environ)
-        except microversions.VersionError as exc:
-            req.environ[MICROVERSION_KEY] = None
-            code = "demo.bad-version" if exc.status == 400 else "demo.version-not-acceptable"
-            raise _Fail(exc.status, code, exc.detail) from None
-        mount = self._url(req, segments[:version_index])
-        rest = segments[version_index + 1:]
-        if not rest:
-            self._allow(req, _DOCUMENT_ALLOW)
-            document = self._version(mount)
-            document["media-types"] = [
-                {"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2.1"}
-            ]
-            return _json_response({"version": document})
-        cells_resource = cells_api.handles(rest)
-        if cells_resource is not None and self.cells_api is not None:
-            # os-services and os-hypervisors, across the cells (demo_compute.cells_api).
-            status, document = self.cells_api.respond(req, cells_resource, req.environ[MICROVERSION_KEY])
-            return _json_response(document, status) if document is not None else Response(status=status)
-        tenant_id = self._tenant(req, rest[0])
-        resource = rest[1:]
-        base = "%s/%s/%s" % (mount, API_VERSION, quote_tenant_id(tenant_id))
-        if resource == ("servers",):
-            if req.method == "POST":
-                return self._create(req, tenant_id, base)
-            self._allow(req, _SERVERS_ALLOW)
-            return self._list(req, tenant_id, base)
-        if len(resource) in (3, 4) and resource[0] == "servers" and resource[2] == "tags":
-            answer = self.tags.respond(req, resource[1], resource[3] if len(resource) == 4 else None)
-            if answer is not None:
-                return answer
-        if len(resource) == 2 and resource[0] == "servers":
-            if req.method == "DELETE":
-                return self._delete(tenant_id, resource[1])
-            self._allow(req, _SERVER_ALLOW)
-            return self._show(req, tenant_id, resource[1], base)
-        raise _Fail(404, "demo.not-found", "Nothing is at %r." % shorten(str(canonical)))
-
-    @staticmethod
-    def _allow(req: Request, allow: str) -> None:
-        """Refuse any method but GET and HEAD (the others are handled before)."""
-        if req.method not in ("GET", "HEAD"):
+            handler, args = self._routes.match(segments[start:], req.method)
+        except MethodNotAllowed as exc:
+            allow = ", ".join(exc.allow)
             raise _Fail(
                 405,
                 "demo.method-not-allowed",
                 "Method %r is not allowed here; allowed: %s." % (shorten(req.method), allow),
                 headers=(("Allow", allow),),
-            )
+            ) from None
+        except NoRoute:
+            raise _Fail(404, "demo.not-found", "Nothing is at %r." % shorten(str(canonical))) from None
+        if handler.startswith("cells."):
+            assert self.cells_api is not None  # only connected with cells
+            args.pop("project_id", None)
+            method = getattr(self.cells_api, handler[len("cells."):])
+            status, document = method(req, req.environ[MICROVERSION_KEY], **args)
+            return _json_response(document, status) if document is not None else Response(status=status)
+        if "project_id" in args:
+            tenant_id = self._tenant(req, args.pop("project_id"))
+            base = "%s/%s/%s" % (mount, API_VERSION, quote_tenant_id(tenant_id))
+            return getattr(self, "_" + handler)(req, tenant_id, base, **args)
+        return getattr(self, "_" + handler)(req, mount)
+
+    def _versions(self, req: Request, mount: str) -> Response:
+        return _json_response({"versions": [self._version(mount)]})
+
+    def _version_document(self, req: Request, mount: str) -> Response:
+        document = self._version(mount)
+        document["media-types"] = [
+            {"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2.1"}
+        ]
+        return _json_response({"version": document})
 
     @staticmethod
     def _tenant(req: Request, segment: str) -> str:
@@ -282,7 +288,7 @@ class DemoCompute:
 
     # Servers ---------------------------------------------------------------
 
-    def _create(self, req: Request, tenant_id: str, base: str) -> Response:
+    def _server_create(self, req: Request, tenant_id: str, base: str) -> Response:
         name = self._name_from_body(req)
         try:
             server = self.store.create_server(tenant_id, name)
@@ -291,7 +297,7 @@ class DemoCompute:
         view = self._view(server, base)
         return _json_response({"server": view}, 201, {"Location": view["links"][0]["href"]})
 
-    def _list(self, req: Request, tenant_id: str, base: str) -> Response:
+    def _server_list(self, req: Request, tenant_id: str, base: str) -> Response:
         try:
             tag_query = self.tags.list_query(req.environ)
         except NoTagQuery as exc:
@@ -301,7 +307,11 @@ class DemoCompute:
         self.tags.add_to_views(req.environ, views)
         return _json_response({"servers": views})
 
-    def _show(self, req: Request, tenant_id: str, server_id: str, base: str) -> Response:
+    # A demo server has no more fields than the list shows, so the detailed
+    # list (what openstacksdk and novaclient ask for by default) is the same.
+    _server_list_detail = _server_list
+
+    def _server_show(self, req: Request, tenant_id: str, base: str, server_id: str) -> Response:
         server = self.store.get_server(tenant_id, server_id)
         if server is None:
             raise self._no_server(server_id)
@@ -309,11 +319,20 @@ class DemoCompute:
         self.tags.add_to_views(req.environ, [view])
         return _json_response({"server": view})
 
-    def _delete(self, tenant_id: str, server_id: str) -> Response:
+    def _server_delete(self, req: Request, tenant_id: str, base: str, server_id: str) -> Response:
         if not self.store.delete_server(tenant_id, server_id):
             raise self._no_server(server_id)
         self.tags.forget(server_id)
         return Response(status=204)
+
+    def _server_tags(
+        self, req: Request, tenant_id: str, base: str, server_id: str, tag: str | None = None
+    ) -> Response:
+        answer = self.tags.respond(req, server_id, tag)
+        if answer is None:
+            # Below 2.26 there are no tags, as in nova: not found.
+            raise _Fail(404, "demo.not-found", "Nothing is at %r." % shorten(req.path))
+        return answer
 
     @staticmethod
     def _no_server(server_id: str) -> _Fail:
@@ -359,25 +378,28 @@ class DemoCompute:
 
 
 def app_factory(global_conf: dict, **local_conf: str) -> DemoCompute:
-    """``paste.app_factory``: the demo app, its database from the config.
+    """``paste.app_factory``: the demo app, configured by the demo's settings file.
 
-    The database URL is ``$TENANCY_DEMO_DATABASE_URL`` if set, else the
-    section's ``database_url``, else :data:`DEFAULT_DATABASE_URL`.  A
-    relative SQLite path is taken relative to the folder of the paste file
-    (paste's ``here``).  An unknown key in the section is an error: it is
-    usually a typo.
+    The database is ``[demo_compute] database_url`` and the cells are
+    ``[id_resolver] cells`` of ``tenancy_mw_demo.conf`` (the file paste's
+    ``oslo_config_file`` names; :mod:`demo_compute.config`), where the
+    environment's ``OS_DEMO_COMPUTE__DATABASE_URL`` and
+    ``OS_ID_RESOLVER__CELLS`` win.  ``database_url`` and ``cells`` given in
+    the paste section win over both.  An unknown key in the section is an
+    error: it is usually a typo.
     """
     unknown = sorted(set(local_conf) - {"database_url", "cells"})
     if unknown:
-        raise ValueError("demo_compute: unknown option(s) %s; the options are database_url and cells"
-                         % ", ".join(unknown))
-    here = global_conf.get("here") or os.getcwd()
-    url = os.environ.get(DATABASE_URL_ENV) or local_conf.get("database_url") or DEFAULT_DATABASE_URL
-    url = absolute_sqlite_url(url, here)
+        raise ValueError(
+            "demo_compute: unknown option(s) %s; the options are database_url and cells" % ", ".join(unknown)
+        )
+    settings = config.load(global_conf)
+    url = make_url(local_conf.get("database_url") or settings.demo_compute.database_url)
     LOG.info("demo_compute: database %s", url.render_as_string(hide_password=True))
     cells = None
-    if local_conf.get("cells") or os.environ.get("TENANCY_DEMO_CELLS"):
-        demo_cells = DemoCells(cells_setting(local_conf.get("cells"), here))
+    cell_urls = local_conf.get("cells") or settings.id_resolver.cells
+    if cell_urls:
+        demo_cells = DemoCells(parse_cells(cell_urls))
         demo_cells.prepare()
         cells = cells_api.CellsApi(demo_cells)
     return DemoCompute(ServerStore(url), cells)

@@ -14,33 +14,26 @@ starting at once may run together safely.  A cell that cannot be reached
 at start is logged and skipped; the filter answers ``503`` for ids that
 could be there.
 
-The cell list is ``$TENANCY_DEMO_CELLS`` when set, else the ``cells`` of
-api-paste.ini (``name=URL, name=URL``); :func:`id_resolver_factory` gives
-the ``id_resolver`` filter the same list.
+The cell list is the ``cells`` option of the ``id_resolver`` filter
+(``[id_resolver]`` of ``tenancy_mw_demo.conf``, ``name=URL, name=URL``),
+which the app reads too (:func:`demo_compute.app.app_factory`).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from datetime import datetime, timezone
 
 import sqlalchemy as sa
 
-from demo_compute.storage import absolute_sqlite_url
 from tenancy_mw import sql
-from tenancy_mw.cell_ids import parse_cells
-from tenancy_mw.id_resolver import IdResolver
 from tenancy_mw.sql import error_summary
 from tenancy_mw.uuid_backfill import backfill_uuids
 
-__all__ = ["CELLS_ENV", "DemoCells", "cells_setting", "id_resolver_factory"]
+__all__ = ["DemoCells"]
 
 LOG = logging.getLogger(__name__)
-
-#: Environment variable that overrides the cells of api-paste.ini (both the filter's and the app's).
-CELLS_ENV = "TENANCY_DEMO_CELLS"
 
 METADATA = sa.MetaData()
 SERVICES = sa.Table(
@@ -84,30 +77,6 @@ SAMPLE = [
 ]
 
 _CREATE_ATTEMPTS = 5
-
-
-def cells_setting(configured: str | None, here: str) -> dict[str, str]:
-    """The demo's ``{cell: url}``: ``$TENANCY_DEMO_CELLS`` if set, else *configured*; SQLite paths made absolute."""
-    text = os.environ.get(CELLS_ENV) or configured
-    if not text:
-        raise ValueError("demo_compute: no cells; set cells in api-paste.ini or $%s" % CELLS_ENV)
-    return {
-        name: absolute_sqlite_url(url, here).render_as_string(hide_password=False)
-        for name, url in parse_cells(text).items()
-    }
-
-
-def id_resolver_factory(global_conf: dict, **local_conf: str):
-    """``paste.filter_factory``: tenancy_mw's ``id_resolver`` with the demo's cells.
-
-    The same filter as ``use = egg:tenancy_mw#id_resolver``; only its
-    ``cells`` come from ``$TENANCY_DEMO_CELLS`` when that is set, so the
-    filter and the app always look at the same databases.
-    """
-    here = global_conf.get("here") or os.getcwd()
-    cells = cells_setting(local_conf.get("cells"), here)
-    local_conf["cells"] = ", ".join("%s=%s" % item for item in cells.items())
-    return IdResolver.factory(global_conf, **local_conf)
 
 
 def _now() -> datetime:

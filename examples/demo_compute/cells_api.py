@@ -46,13 +46,11 @@ from demo_compute.cells import DemoCells
 from tenancy_mw.id_resolver import CELL_KEY, RESOURCE_ID_KEY, RESOURCE_TABLE_KEY
 from tenancy_mw.paths import shorten
 
-__all__ = ["ApiError", "CellsApi", "UUID_VERSION", "handles"]
+__all__ = ["ApiError", "CellsApi", "UUID_VERSION"]
 
 #: The microversion from which ids are uuids.
 UUID_VERSION = Version(2, 53)
 
-SERVICES = "os-services"
-HYPERVISORS = "os-hypervisors"
 _LEGACY_ACTIONS = ("enable", "disable", "disable-log-reason", "force-down")
 _MAX_BODY_BYTES = 64 * 1024
 _MAX_REASON = 255
@@ -72,31 +70,12 @@ class ApiError(Exception):
         self.headers = headers
 
 
-def handles(rest: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The part of *rest* (the segments after the version) this module serves, or ``None``.
-
-    ``os-services/...`` directly after the version, or after a project segment.
-    """
-    if rest and rest[0] in (SERVICES, HYPERVISORS):
-        return rest
-    if len(rest) > 1 and rest[1] in (SERVICES, HYPERVISORS):
-        return rest[1:]
-    return None
-
-
-def _not_allowed(method: str, allow: str) -> ApiError:
-    return ApiError(
-        405, "demo.method-not-allowed", "Method %r is not allowed here; allowed: %s." % (shorten(method), allow),
-        headers=(("Allow", allow),),
-    )
-
-
 def _stamp(value: datetime | None) -> str | None:
     return value.strftime("%Y-%m-%dT%H:%M:%S.000000") if value is not None else None
 
 
 class CellsApi:
-    """The handlers; :meth:`respond` answers one request.
+    """The handlers, one method per route of :attr:`ROUTES`; each returns ``(status, document or None)``.
 
     :param cells: the demo's cell databases.
     """
@@ -104,60 +83,83 @@ class CellsApi:
     def __init__(self, cells: DemoCells) -> None:
         self.cells = cells
 
-    def respond(self, req, resource: tuple[str, ...], version: Version) -> tuple[int, dict | None]:
-        """``(status, JSON document or None)`` for *req*; raises :class:`ApiError`."""
+    #: ``(path after the version or project segment, handler method, methods)`` of each route;
+    #: the app connects them under ``/v2.1`` and ``/v2.1/{project_id}``.  The more
+    #: specific paths come first (``detail`` is not a hypervisor id).
+    ROUTES = (
+        ("/os-services", "service_list", ("GET", "HEAD")),
+        ("/os-services/{service_id}", "service_update", ("PUT",)),
+        ("/os-services/{service_id}", "service_delete", ("DELETE",)),
+        ("/os-hypervisors", "hypervisor_list", ("GET", "HEAD")),
+        ("/os-hypervisors/detail", "hypervisor_list_detail", ("GET", "HEAD")),
+        ("/os-hypervisors/{hypervisor_id}", "hypervisor_show", ("GET", "HEAD")),
+        ("/os-hypervisors/{hypervisor_id}/uptime", "hypervisor_uptime", ("GET", "HEAD")),
+        ("/os-hypervisors/{pattern}/search", "hypervisor_search", ("GET", "HEAD")),
+    )
+
+    # os-services, by route ---------------------------------------------------------------------
+
+    def service_list(self, req, version: Version) -> tuple[int, dict | None]:
+        """``GET /os-services`` (``?host=``, ``?binary=``)."""
+        return 200, {"services": self._service_list(req, version >= UUID_VERSION)}
+
+    def service_update(self, req, version: Version, service_id: str) -> tuple[int, dict | None]:
+        """``PUT /os-services/{id}`` from 2.53; below it, nova's ``PUT /os-services/{action}``."""
         uuids = version >= UUID_VERSION
-        method = req.method
-        name, rest = resource[0], resource[1:]
-        if name == SERVICES:
-            if not rest:
-                self._only(method, "GET, HEAD")
-                return 200, {"services": self._service_list(req, uuids)}
-            if len(rest) == 1:
-                if rest[0] in _LEGACY_ACTIONS:
-                    if method == "PUT" and not uuids:
-                        return 200, {"service": self._legacy_action(req, rest[0])}
-                    # The filter passes these words on; as an id they are not valid.
-                    raise ApiError(400, "demo.invalid-id", "Invalid %s %r." % ("uuid" if uuids else "id", rest[0]))
-                if method == "PUT":
-                    if not uuids:
-                        raise ApiError(404, "demo.unknown-action", "Unknown action %r." % shorten(rest[0]))
-                    cell, ident = self._resolved(req, rest[0], "services")
-                    return 200, {"service": self._update(req, cell, ident, uuids)}
-                if method == "DELETE":
-                    cell, ident = self._resolved(req, rest[0], "services")
-                    if not self.cells.delete_service(cell, ident):
-                        raise self._gone("service", rest[0])
-                    return 204, None
-                raise _not_allowed(method, "DELETE, PUT")
-        else:
-            if not rest:
-                self._only(method, "GET, HEAD")
-                return 200, {"hypervisors": self._hypervisor_list(req, uuids, detail=False)}
-            if rest == ("detail",):
-                self._only(method, "GET, HEAD")
-                return 200, {"hypervisors": self._hypervisor_list(req, uuids, detail=True)}
-            if len(rest) == 2 and rest[1] == "search" and not uuids:
-                self._only(method, "GET, HEAD")
-                return 200, {"hypervisors": self._matching(rest[0], uuids, detail=False)}
-            if len(rest) in (1, 2) and rest[1:] in ((), ("uptime",)):
-                self._only(method, "GET, HEAD")
-                cell, ident = self._resolved(req, rest[0], "compute_nodes")
-                node = self.cells.node(cell, ident)
-                if node is None:
-                    raise self._gone("hypervisor", rest[0])
-                view = self._hypervisor_view(cell, node, uuids, detail=len(rest) == 1)
-                if len(rest) == 2:
-                    view["uptime"] = " 08:32:11 up 93 days, 18:25, 12 users,  load average: 0.20, 0.12, 0.14"
-                return 200, {"hypervisor": view}
-        raise ApiError(404, "demo.not-found", "Nothing is at %r." % shorten("/" + "/".join(resource)))
+        if service_id in _LEGACY_ACTIONS:
+            if not uuids:
+                return 200, {"service": self._legacy_action(req, service_id)}
+            # The filter passes these words on; as a uuid they are not valid.
+            raise ApiError(400, "demo.invalid-id", "Invalid uuid %r." % service_id)
+        if not uuids:
+            raise ApiError(404, "demo.unknown-action", "Unknown action %r." % shorten(service_id))
+        cell, ident = self._resolved(req, service_id, "services")
+        return 200, {"service": self._update(req, cell, ident, uuids)}
+
+    def service_delete(self, req, version: Version, service_id: str) -> tuple[int, dict | None]:
+        """``DELETE /os-services/{id}``: ``204``."""
+        if service_id in _LEGACY_ACTIONS:
+            raise ApiError(400, "demo.invalid-id", "Invalid %s %r." % (
+                "uuid" if version >= UUID_VERSION else "id", service_id))
+        cell, ident = self._resolved(req, service_id, "services")
+        if not self.cells.delete_service(cell, ident):
+            raise self._gone("service", service_id)
+        return 204, None
+
+    # os-hypervisors, by route ------------------------------------------------------------------
+
+    def hypervisor_list(self, req, version: Version) -> tuple[int, dict | None]:
+        """``GET /os-hypervisors`` (from 2.53 ``?hypervisor_hostname_pattern=``)."""
+        return 200, {"hypervisors": self._hypervisor_list(req, version >= UUID_VERSION, detail=False)}
+
+    def hypervisor_list_detail(self, req, version: Version) -> tuple[int, dict | None]:
+        """``GET /os-hypervisors/detail``."""
+        return 200, {"hypervisors": self._hypervisor_list(req, version >= UUID_VERSION, detail=True)}
+
+    def hypervisor_show(self, req, version: Version, hypervisor_id: str) -> tuple[int, dict | None]:
+        """``GET /os-hypervisors/{id}``."""
+        return 200, {"hypervisor": self._hypervisor(req, version, hypervisor_id, detail=True)}
+
+    def hypervisor_uptime(self, req, version: Version, hypervisor_id: str) -> tuple[int, dict | None]:
+        """``GET /os-hypervisors/{id}/uptime``."""
+        view = self._hypervisor(req, version, hypervisor_id, detail=False)
+        view["uptime"] = " 08:32:11 up 93 days, 18:25, 12 users,  load average: 0.20, 0.12, 0.14"
+        return 200, {"hypervisor": view}
+
+    def hypervisor_search(self, req, version: Version, pattern: str) -> tuple[int, dict | None]:
+        """``GET /os-hypervisors/{pattern}/search``: below 2.53 only (nova removed it there)."""
+        if version >= UUID_VERSION:
+            raise ApiError(404, "demo.not-found", "Nothing is at %r." % shorten("/os-hypervisors/%s/search" % pattern))
+        return 200, {"hypervisors": self._matching(pattern, False, detail=False)}
+
+    def _hypervisor(self, req, version: Version, segment: str, detail: bool) -> dict:
+        cell, ident = self._resolved(req, segment, "compute_nodes")
+        node = self.cells.node(cell, ident)
+        if node is None:
+            raise self._gone("hypervisor", segment)
+        return self._hypervisor_view(cell, node, version >= UUID_VERSION, detail=detail)
 
     # Shared ------------------------------------------------------------------------------------
-
-    @staticmethod
-    def _only(method: str, allow: str) -> None:
-        if method not in ("GET", "HEAD"):
-            raise _not_allowed(method, allow)
 
     @staticmethod
     def _resolved(req, segment: str, table: str) -> tuple[str, int]:

@@ -6,9 +6,10 @@ Named in the admin pipeline of ``api-paste.ini``::
     use = egg:tenancy_mw#tenant_admin
     move_provider = demo_compute.moves:ServerMoves
 
-``tenant_admin`` calls ``ServerMoves(app)`` once, with the app it wraps
-(the :class:`~demo_compute.app.DemoCompute` of that pipeline), and this
-provider works on that app's :class:`~demo_compute.storage.ServerStore`.
+``tenant_admin`` calls ``ServerMoves(app)`` once, with the app it wraps;
+the provider follows the filters' ``application`` chain down to the
+:class:`~demo_compute.app.DemoCompute` of that pipeline and works on its
+:class:`~demo_compute.storage.ServerStore`.
 The movable resources are servers, at path ``("servers", id)`` below the
 tenant; a server's state tag is a digest of its row, so it changes when
 the server does.  A deleted server is known by its tombstone (the move
@@ -39,17 +40,22 @@ MOVE_DELAY_ENV = "TENANCY_DEMO_MOVE_DELAY"
 class ServerMoves(MoveProvider):
     """Moves the demo's servers (see the module documentation).
 
-    :param application: the demo app; its ``store`` holds the servers.
+    :param application: what tenant_admin wraps: the demo app, or filters in front of it.
     """
 
     def __init__(self, application) -> None:
-        store = getattr(application, "store", None)
-        if not isinstance(store, ServerStore):
-            raise TypeError(
-                "ServerMoves needs the demo_compute app right after tenant_admin in the pipeline, not %r"
-                % type(application).__name__
-            )
-        self.store = store
+        found, seen = application, []
+        # The filters between tenant_admin and the app (idempotency, tag_query,
+        # id_resolver) each keep the next one in ``application``.
+        while not isinstance(getattr(found, "store", None), ServerStore):
+            seen.append(type(found).__name__)
+            found = getattr(found, "application", None)
+            if found is None:
+                raise TypeError(
+                    "ServerMoves needs the demo_compute app after tenant_admin in the pipeline; found only %s"
+                    % ", ".join(seen)
+                )
+        self.store = found.store
         self.delay = float(os.environ.get(MOVE_DELAY_ENV) or 0)
 
     def resource_state(self, tenant_id, path):

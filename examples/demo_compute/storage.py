@@ -24,14 +24,13 @@ columns compare any other way.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import uuid
 from datetime import datetime, timezone
 
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 
 from tenancy_mw import sql
 from tenancy_mw.paths import shorten
@@ -42,7 +41,6 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "InvalidName",
     "ServerStore",
-    "absolute_sqlite_url",
     "validate_name",
 ]
 
@@ -95,18 +93,6 @@ def validate_name(name: object) -> str:
     except UnicodeEncodeError:
         raise InvalidName("Server name %r is not valid Unicode (a lone surrogate)." % shorten(name), name) from None
     return name
-
-
-def absolute_sqlite_url(url: str | URL, base_dir: str) -> URL:
-    """*url*, with a relative SQLite file path made absolute against *base_dir*.
-
-    Other URLs, and in-memory SQLite, are returned unchanged (as :class:`URL`).
-    """
-    url = make_url(url)
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        if not url.database.startswith("file:") and not os.path.isabs(url.database):
-            url = url.set(database=os.path.join(base_dir, url.database))
-    return url
 
 
 def _utcnow() -> datetime:

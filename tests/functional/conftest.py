@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 from urllib.parse import unquote
 
@@ -112,29 +111,37 @@ def demo_server_env(database_url: str, registry_url: str, state_dir, cache_ttl: 
     """The environment that points a demo gunicorn at *database_url*, the registry *registry_url*
     and two cell databases, SQLite files in *state_dir* (not those of examples/state/).
 
-    The registry URL and the tenant cache TTL reach api-paste.ini's
-    ``[DEFAULT]`` as ``--paste-global`` values, through ``GUNICORN_CMD_ARGS``
-    (what ``make demo`` passes on its command line).
+    oslo.config's environment variables (``OS_<GROUP>__<OPTION>``) override
+    the demo's tenancy_mw_demo.conf, as examples/README.rst tells operators:
+    the app's database and the idempotency store's, the registry and its
+    cache TTL, the cells of the ``id_resolver`` filter (which the app reads too).
     """
     cells = "cell1=%s, cell2=%s" % tuple(sqlite_url(os.path.join(str(state_dir), "cell%d.sqlite" % n)) for n in (1, 2))
-    args = ["--paste-global", "registry_url=" + registry_url, "--paste-global", "tenant_cache_ttl=%s" % cache_ttl]
     return {
-        "TENANCY_DEMO_DATABASE_URL": database_url,
-        "TENANCY_DEMO_CELLS": cells,
-        "GUNICORN_CMD_ARGS": shlex.join(args),
+        "OS_DEMO_COMPUTE__DATABASE_URL": database_url,
+        "OS_IDEMPOTENCY__CONNECTION": database_url,
+        "OS_TENANT_ADMIN__CONNECTION": registry_url,
+        "OS_TENANT_ADMIN__CACHE_TTL": str(cache_ttl),
+        "OS_ID_RESOLVER__CELLS": cells,
     }
 
 
 def migrated_registry(database_url: str, sqlite_dir) -> str:
     """The registry URL for a demo on *database_url*, its tables made: the same database on a
-    server, a file of its own beside it on SQLite (a move holds the registry's write lock there)."""
+    server, a file of its own beside it on SQLite (a move holds the registry's write lock there).
+
+    The idempotency store's table is made in *database_url*, as ``make demo``
+    does (``python -m demo_compute.config``).
+    """
     from tenancy_mw import migrations
 
     if database_url.startswith("sqlite"):
         registry_url = sqlite_url(os.path.join(str(sqlite_dir), "tenants.sqlite"))
+        migrations.upgrade(registry_url, ["tenants"])
+        migrations.upgrade(database_url, ["idempotency"])
     else:
         registry_url = database_url
-    migrations.upgrade(registry_url, ["tenants"])
+        migrations.upgrade(registry_url, ["tenants", "idempotency"])
     return registry_url
 
 

@@ -7,9 +7,13 @@ The same app behind a real gunicorn is in test_demo_server.py.
 
 from __future__ import annotations
 
+import configparser
+import os
+
 import pytest
 import webtest
-from demo_compute.app import DATABASE_URL_ENV, DemoCompute, app_factory
+from demo_compute import config
+from demo_compute.app import DemoCompute, app_factory
 from demo_compute.storage import ServerStore
 from oslo_middleware.request_id import RequestId
 from paste.deploy import loadapp
@@ -21,7 +25,7 @@ from tenancy_mw.idempotency import Idempotency
 from tenancy_mw.tag_query import TagQueryFilter
 from tenancy_mw.tenant_admin import TenantAdmin
 from tenancy_mw.tenant_path import TenantPath
-from tests.functional.conftest import DEMO_INI, sqlite_url
+from tests.functional.conftest import DEMO_INI, EXAMPLES_DIR, sqlite_url
 
 
 @pytest.fixture
@@ -37,50 +41,53 @@ def pipeline(store, **tenant_path_conf):
     return webtest.TestApp(RequestId(TenantPath(DemoCompute(store), tenant_path_conf)))
 
 
+def chain(app):
+    """The objects of a built pipeline, outermost first (each filter keeps the next in ``application``)."""
+    found = [app]
+    while hasattr(found[-1], "application"):
+        found.append(found[-1].application)
+    return found
+
+
 def test_the_paste_file_builds_the_public_and_admin_pipelines(tmp_path, monkeypatch):
     db = tmp_path / "from-env.sqlite"
-    monkeypatch.setenv(DATABASE_URL_ENV, sqlite_url(db))
     cells = {"cell1": sqlite_url(tmp_path / "c1.sqlite"), "cell2": sqlite_url(tmp_path / "c2.sqlite")}
-    monkeypatch.setenv("TENANCY_DEMO_CELLS", ", ".join("%s=%s" % item for item in cells.items()))
     registry_url = sqlite_url(tmp_path / "tenants.sqlite")
     migrations.upgrade(registry_url, ["tenants"])
-    # What gunicorn's --paste-global passes: it wins over the file's [DEFAULT].
-    overrides = {"registry_url": registry_url, "tenant_cache_ttl": "0"}
-    app = loadapp("config:" + DEMO_INI, global_conf=overrides)
-    assert isinstance(app, RequestId)
-    assert isinstance(app.application, AdminCull)
-    tenant_path = app.application.application
-    assert isinstance(tenant_path, TenantPath)
-    public_admin = tenant_path.application
-    assert isinstance(public_admin, TenantAdmin)
+    migrations.upgrade(sqlite_url(db), ["idempotency"])
+    # oslo.config's environment source: it wins over tenancy_mw_demo.conf.
+    monkeypatch.setenv("OS_DEMO_COMPUTE__DATABASE_URL", sqlite_url(db))
+    monkeypatch.setenv("OS_IDEMPOTENCY__CONNECTION", sqlite_url(db))
+    monkeypatch.setenv("OS_ID_RESOLVER__CELLS", ", ".join("%s=%s" % item for item in cells.items()))
+    monkeypatch.setenv("OS_TENANT_ADMIN__CONNECTION", registry_url)
+    monkeypatch.setenv("OS_TENANT_ADMIN__CACHE_TTL", "0")
+    app = loadapp("config:" + DEMO_INI)
+    public = chain(app)
+    # request_id admin_cull tenant_path tenant_admin(admin_api = false) idempotency tag_query id_resolver demo_compute
+    expected = [RequestId, AdminCull, TenantPath, TenantAdmin, Idempotency, TagQueryFilter, IdResolver, DemoCompute]
+    assert [type(part) for part in public] == expected
+    _, _, _, public_admin, idempotency, tag_query, id_resolver, demo = public
     assert public_admin.admin_api is False
     assert public_admin.registry.engine.url.database == str(tmp_path / "tenants.sqlite")
-    idempotency = public_admin.application
-    assert isinstance(idempotency, Idempotency)
-    # Its sql store lives in the app's database, the environment's included.
+    # Options of the settings file, not of api-paste.ini.
+    assert idempotency.options.backend == "sql"
     assert idempotency.store.engine.url.database == str(db)
-    tag_query = idempotency.application
-    assert isinstance(tag_query, TagQueryFilter)
-    id_resolver = tag_query.application
-    assert isinstance(id_resolver, IdResolver)
+    assert tag_query.options.not_tags_semantics == "guideline"
+    assert id_resolver.options.max_microversion == "2.53"
     # The filter and the app look at the same cells, those of the environment.
     assert {name: str(engine.url) for name, engine in id_resolver.lookup.engines.items()} == cells
-    assert {name: str(engine.url) for name, engine in id_resolver.application.cells_api.cells.engines.items()} == cells
-    demo = id_resolver.application
-    assert isinstance(demo, DemoCompute)
-    # The environment variable won over the file's database_url.
+    assert {name: str(engine.url) for name, engine in demo.cells_api.cells.engines.items()} == cells
     assert demo.store.engine.url.database == str(db)
 
-    admin = loadapp("config:" + DEMO_INI, name="admin", global_conf=overrides)
-    assert isinstance(admin, RequestId)
-    assert isinstance(admin.application, TenantPath)
-    assert isinstance(admin.application.application, TagQueryFilter)
-    admin_filter = admin.application.application.application
-    assert isinstance(admin_filter, TenantAdmin)
+    admin = loadapp("config:" + DEMO_INI, name="admin")
+    admin_chain = chain(admin)
+    # The same without admin_cull, tenant_admin serving the admin calls.
+    assert [type(part) for part in admin_chain] == [kind for kind in expected if kind is not AdminCull]
+    admin_filter = admin_chain[2]
     assert admin_filter.admin_api is True
     assert admin_filter.cache.ttl == 0
     assert type(admin_filter.provider).__name__ == "ServerMoves"
-    assert isinstance(admin_filter.application, DemoCompute)
+    assert admin_filter.provider.store is admin_chain[-1].store
 
     client = webtest.TestApp(app)
     admin_client = webtest.TestApp(admin)
@@ -88,37 +95,69 @@ def test_the_paste_file_builds_the_public_and_admin_pipelines(tmp_path, monkeypa
     admin_client.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
     client.post_json("/v2.1/acme/servers", {"server": {"name": "web1"}}, status=201)
     assert [s["name"] for s in client.get("/v2.1/acme/servers").json["servers"]] == ["web1"]
+    assert [s["name"] for s in admin_client.get("/v2.1/acme/servers").json["servers"]] == ["web1"]
     # os-services names no tenant: it is neither checked nor taken for one.
     assert len(client.get("/v2.1/os-services").json["services"]) == 5
+    assert len(admin_client.get("/v2.1/os-services").json["services"]) == 5
     # The public endpoint hides the tenant admin API.
     assert client.delete("/v2.1/acme", status=404).json["errors"][0]["code"] == "tenancy.not-found"
     client.post("/v2.1/acme/action/move?dest=other", status=404)
     client.post("/v2.1/acme/action/restore", status=404)
     assert admin_client.get("/v2.1/acme").json == {"tier": "gold"}
     assert db.is_file()
-    demo.store.close()
-    id_resolver.lookup.close()
-    admin_filter.application.store.close()
-    idempotency.store.close()
+    for part in public + admin_chain:
+        for closable in (getattr(part, "store", None), getattr(part, "lookup", None)):
+            if hasattr(closable, "close"):
+                closable.close()
 
 
-def test_database_url_of_the_section_is_relative_to_the_paste_file(tmp_path, monkeypatch):
-    monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
-    app = app_factory({"here": str(tmp_path)}, database_url="sqlite:///state/demo.sqlite")
+def test_api_paste_ini_holds_only_wiring():
+    """Every option is in tenancy_mw_demo.conf; a paste section only names its filter (and which
+    tenant_admin copy answers admin calls)."""
+    paste = configparser.ConfigParser(interpolation=None)
+    paste.read(DEMO_INI)
+    options = {
+        section: sorted(set(paste[section]) - set(paste.defaults()) - {"use", "paste.app_factory", "pipeline"})
+        for section in paste.sections()
+    }
+    assert options == {section: (["admin_api"] if "tenant_admin" in section else []) for section in paste.sections()}
+    assert paste.defaults()["oslo_config_file"] == "%(here)s/tenancy_mw_demo.conf"
+
+
+def test_the_settings_file_is_read_and_the_environment_wins(monkeypatch):
+    for name in ("OS_DEMO_COMPUTE__DATABASE_URL", "OS_ID_RESOLVER__CELLS"):
+        monkeypatch.delenv(name, raising=False)
+    settings = config.load({"oslo_config_file": os.path.join(EXAMPLES_DIR, "tenancy_mw_demo.conf")})
+    assert settings.demo_compute.database_url == "sqlite:///state/demo.sqlite"
+    assert settings.id_resolver.cells.startswith("cell1=sqlite:///state/cell1.sqlite")
+    assert settings.tenant_admin.connection == "sqlite:///state/tenants.sqlite"
+    assert settings.idempotency.backend == "sql"
+    monkeypatch.setenv("OS_DEMO_COMPUTE__DATABASE_URL", "postgresql+psycopg2://root@127.0.0.1:5432/demo")
+    assert config.load().demo_compute.database_url == "postgresql+psycopg2://root@127.0.0.1:5432/demo"
+
+
+def test_relative_sqlite_paths_are_relative_to_the_working_folder(tmp_path, monkeypatch):
+    for name in ("OS_DEMO_COMPUTE__DATABASE_URL", "OS_ID_RESOLVER__CELLS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    app = app_factory({"oslo_config_file": os.path.join(EXAMPLES_DIR, "tenancy_mw_demo.conf")})
     try:
-        assert app.store.engine.url.database == str(tmp_path / "state" / "demo.sqlite")
         assert (tmp_path / "state" / "demo.sqlite").is_file()
+        assert (tmp_path / "state" / "cell1.sqlite").is_file()
+        assert (tmp_path / "state" / "cell2.sqlite").is_file()
     finally:
         app.store.close()
+        app.cells_api.cells.close()
 
 
-def test_an_empty_environment_variable_does_not_override(tmp_path, monkeypatch):
-    monkeypatch.setenv(DATABASE_URL_ENV, "")
-    app = app_factory({"here": str(tmp_path)}, database_url=sqlite_url(tmp_path / "ini.sqlite"))
+def test_the_paste_section_wins_over_the_settings_file(tmp_path):
+    app = app_factory({}, database_url=sqlite_url(tmp_path / "ini.sqlite"), cells="cell1=sqlite://")
     try:
         assert app.store.engine.url.database == str(tmp_path / "ini.sqlite")
+        assert list(app.cells_api.cells.engines) == ["cell1"]
     finally:
         app.store.close()
+        app.cells_api.cells.close()
 
 
 def test_an_unknown_option_is_refused(tmp_path):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -109,13 +111,15 @@ def test_the_store_follows_the_demo_to_a_database_server(request, start_demo, ba
 
 
 def test_memcached_by_config(serve_paste, memcached_server, tmp_path):
-    """The demo's api-paste.ini with its two commented memcached lines switched on."""
-    with open(DEMO_INI, encoding="utf-8") as handle:
+    """The demo's settings file with its two commented memcached lines switched on (api-paste.ini unchanged)."""
+    with open(os.path.join(EXAMPLES_DIR, "tenancy_mw_demo.conf"), encoding="utf-8") as handle:
         text = handle.read()
     assert "backend = sql\n" in text
     text = text.replace("backend = sql\n", "backend = memcached\nmemcached_servers = %s\n" % memcached_server.address)
+    (tmp_path / "tenancy_mw_demo.conf").write_text(text, encoding="utf-8")
+    # Its [DEFAULT] names the settings file beside it: this copy's.
+    shutil.copy(DEMO_INI, tmp_path / "api-paste.ini")
     ini = tmp_path / "api-paste.ini"
-    ini.write_text(text, encoding="utf-8")
     database_url = sqlite_url(tmp_path / "demo.sqlite")
     registry_url = migrated_registry(database_url, tmp_path)
     server = serve_paste(str(ini), workers=2, cwd=EXAMPLES_DIR,

@@ -1,4 +1,4 @@
-"""``make demo``: examples/run-demo serves both endpoints, prints the PUT line first, stops both on Ctrl-C."""
+"""``make demo``: examples/run-demo serves both endpoints, says where and what to try, stops on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
+
+import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.functional.conftest import sqlite_url
-from tests.support.servers import free_port, wait_for_port
+from tests.support.servers import free_port, raw_request
 
 RUNNER = os.path.join(REPO_ROOT, "examples", "run-demo")
 
@@ -21,48 +24,106 @@ def test_make_demo_runs_the_runner():
     assert "examples/run-demo" in dry.stdout
 
 
-def test_the_runner_serves_both_endpoints_and_stops_both_on_ctrl_c(tmp_path):
+def wait_for_line(path, line: str, process: subprocess.Popen, timeout: float = 120.0) -> str:
+    """The output in *path* once it has *line* (a whole line); fails if *process* exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = path.read_text()
+        if line in text.splitlines():
+            return text
+        if process.poll() is not None:
+            pytest.fail("run-demo exited (%s) before printing %r:\n%s" % (process.returncode, line, text[-3000:]))
+        time.sleep(0.2)
+    pytest.fail("run-demo printed no %r line:\n%s" % (line, path.read_text()[-3000:]))
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of process group *pgid* is left."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def runner(tmp_path):
+    """examples/run-demo on free ports, its databases in *tmp_path*; ``(process, public port, admin port, log)``."""
     port, admin_port = free_port(), free_port()
     env = dict(
         os.environ,
         DEMO_PORT=str(port),
         DEMO_ADMIN_PORT=str(admin_port),
-        TENANCY_DEMO_REGISTRY_URL=sqlite_url(tmp_path / "tenants.sqlite"),
-        TENANCY_DEMO_DATABASE_URL=sqlite_url(tmp_path / "demo.sqlite"),
-        TENANCY_DEMO_CELLS="cell1=%s, cell2=%s" % tuple(sqlite_url(tmp_path / n) for n in ("c1.sqlite", "c2.sqlite")),
+        OS_TENANT_ADMIN__CONNECTION=sqlite_url(tmp_path / "tenants.sqlite"),
+        OS_DEMO_COMPUTE__DATABASE_URL=sqlite_url(tmp_path / "demo.sqlite"),
+        OS_IDEMPOTENCY__CONNECTION=sqlite_url(tmp_path / "demo.sqlite"),
+        OS_ID_RESOLVER__CELLS="cell1=%s, cell2=%s"
+        % (sqlite_url(tmp_path / "c1.sqlite"), sqlite_url(tmp_path / "c2.sqlite")),
     )
-    env.pop("GUNICORN_CMD_ARGS", None)
-    out = open(tmp_path / "out.log", "wb")  # noqa: SIM115 - closed below
-    # A session of its own: Ctrl-C signals the terminal's whole foreground process group.
-    runner = subprocess.Popen([RUNNER, os.path.dirname(sys.executable)], env=env, stdout=out,
-                              stderr=subprocess.STDOUT, start_new_session=True)
+    log = tmp_path / "out.log"
+    with open(log, "wb") as out:
+        # A session of its own: Ctrl-C signals the terminal's whole foreground
+        # process group, which is this session's group here.
+        process = subprocess.Popen(
+            [RUNNER, os.path.dirname(sys.executable)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
-        wait_for_port(admin_port, process=runner)
-        wait_for_port(port, process=runner)
-        import http.client
-
-        def request(p, method, target, body=None):
-            conn = http.client.HTTPConnection("127.0.0.1", p, timeout=10)
-            headers = {"Content-Type": "application/json"} if body else {}
-            conn.request(method, target, body=body, headers=headers)
-            response = conn.getresponse()
-            return response.status, response.read()
-
-        assert request(port, "GET", "/v2.1/nobody/servers")[0] == 404
-        assert request(admin_port, "PUT", "/v2.1/acme", b'{"tier": "gold"}')[0] == 201
-        status, body = request(port, "POST", "/v2.1/acme/servers", b'{"server": {"name": "web1"}}')
-        assert status == 201, body
-        assert json.loads(request(port, "GET", "/v2.1/acme/servers")[1])["servers"][0]["name"] == "web1"
-        assert request(port, "DELETE", "/v2.1/acme")[0] == 404  # culled on the public endpoint
+        yield process, port, admin_port, log
     finally:
-        os.killpg(runner.pid, signal.SIGINT)
-        runner.wait(timeout=30)
-        out.close()
-    log = (tmp_path / "out.log").read_text()
-    first = log.splitlines()[0]
-    assert first.startswith("PUT http://127.0.0.1:%d/v2.1/{tenant}" % admin_port), first
-    assert log.count("Shutting down: Master") == 2, log[-2000:]
-    left = subprocess.run(["pgrep", "-f", "127.0.0.1:%d" % port], capture_output=True, text=True)
-    assert left.stdout.strip() == ""
-    left = subprocess.run(["pgrep", "-f", "127.0.0.1:%d" % admin_port], capture_output=True, text=True)
-    assert left.stdout.strip() == ""
+        if group_alive(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+def test_the_runner_prints_both_urls_and_what_to_try_once_both_answer(runner):
+    process, port, admin_port, log = runner
+    text = wait_for_line(log, "ready", process)
+    printed = [line.strip() for line in text.splitlines()]
+    public = "http://127.0.0.1:%d/v2.1/{project_id}" % port
+    admin = "http://127.0.0.1:%d/v2.1/{project_id}" % admin_port
+    assert "public  " + public in printed
+    assert "admin   " + admin in printed
+    # The commands to try start with creating a tenant on the admin endpoint.
+    commands = [line for line in printed if line.startswith("curl ")]
+    assert "PUT http://127.0.0.1:%d/v2.1/{project_id}" % admin_port in text
+    assert commands[0].startswith("curl -si -X PUT")
+    assert commands[0].endswith("http://127.0.0.1:%d/v2.1/acme" % admin_port)
+    # "ready" comes after both servers answer: no waiting needed now.
+    assert raw_request(port, "GET", "/") == 200
+    assert raw_request(admin_port, "GET", "/") == 200
+
+
+def test_the_printed_commands_work_and_ctrl_c_stops_everything(runner):
+    process, port, admin_port, log = runner
+    wait_for_line(log, "ready", process)
+    import http.client
+
+    def request(p, method, target, body=None, headers=None):
+        conn = http.client.HTTPConnection("127.0.0.1", p, timeout=10)
+        headers = dict(headers or {}, **({"Content-Type": "application/json"} if body else {}))
+        conn.request(method, target, body=body, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+
+    assert request(port, "GET", "/v2.1/nobody/servers")[0] == 404
+    assert request(admin_port, "PUT", "/v2.1/acme", b'{"tier": "gold"}')[0] == 201
+    token = {"X-Client-Token": "1f0c"}
+    status, body = request(port, "POST", "/v2.1/acme/servers", b'{"server": {"name": "web1"}}', token)
+    assert status == 201, body
+    # The retry with the same token is the same server.
+    assert request(port, "POST", "/v2.1/acme/servers", b'{"server": {"name": "web1"}}', token)[1] == body
+    assert [s["name"] for s in json.loads(request(port, "GET", "/v2.1/acme/servers/detail")[1])["servers"]] == ["web1"]
+    assert request(port, "DELETE", "/v2.1/acme")[0] == 404  # culled on the public endpoint
+
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does
+    assert process.wait(timeout=30) == 130
+    # Both gunicorn masters and all their workers are gone with it.
+    deadline = time.monotonic() + 10
+    while group_alive(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not group_alive(process.pid)
+    assert log.read_text().count("Shutting down: Master") == 2

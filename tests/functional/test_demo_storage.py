@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
 import sqlalchemy as sa
-from demo_compute.storage import InvalidName, ServerStore, absolute_sqlite_url
+from demo_compute.storage import InvalidName, ServerStore
 
 from tenancy_mw.tenant_ids import InvalidTenantId
 from tests.functional.conftest import empty_servers_table, sqlite_url
@@ -158,14 +157,6 @@ def test_sqlite_file_uses_wal_and_gets_its_folder(tmp_path):
         store.close()
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT tenant_id, name FROM servers").fetchall() == [("acme", "web1")]
-
-
-def test_relative_sqlite_paths_are_relative_to_the_given_folder(tmp_path):
-    url = absolute_sqlite_url("sqlite:///state/demo.sqlite", str(tmp_path))
-    assert url.database == os.path.join(str(tmp_path), "state", "demo.sqlite")
-    assert absolute_sqlite_url("sqlite:////abs/demo.sqlite", str(tmp_path)).database == "/abs/demo.sqlite"
-    assert absolute_sqlite_url("sqlite://", str(tmp_path)).database is None
-    assert absolute_sqlite_url("postgresql://u@h/db", str(tmp_path)).database == "db"
 
 
 def test_mariadb_columns_compare_exactly_whatever_the_database_default(mariadb_url):

@@ -2,8 +2,10 @@
 
 ``representations = false`` (GET answers 204, a second PUT 409) and
 ``updatable = false`` (a PUT that changes the representation is 409), set
-as the demo's api-paste.ini lets an operator set them: ``--paste-global
-tenant_representations=false`` / ``tenant_updatable=false``.  On each
+as the demo's settings let an operator set them: ``[tenant_admin]`` of
+tenancy_mw_demo.conf, here overridden by oslo.config's environment
+variables ``OS_TENANT_ADMIN__REPRESENTATIONS=false`` /
+``OS_TENANT_ADMIN__UPDATABLE=false``.  On each
 backend, one admin server per option variant for the module, with one
 worker: these options act per request, not across processes.
 """
@@ -11,7 +13,6 @@ worker: these options act per request, not across processes.
 from __future__ import annotations
 
 import json
-import shlex
 import uuid
 
 import pytest
@@ -49,10 +50,8 @@ def start_admin(database_url, tmp_path_factory):
         tmp = tmp_path_factory.mktemp("options")
         registry_url = migrated_registry(database_url, tmp)
         env = demo_server_env(database_url, registry_url, tmp)
-        extra = []
         for key, value in overrides.items():
-            extra += ["--paste-global", "%s=%s" % (key, value)]
-        env["GUNICORN_CMD_ARGS"] += " " + shlex.join(extra)
+            env["OS_TENANT_ADMIN__" + key.upper()] = value
         server = GunicornServer(DEMO_INI, name="admin", workers=1, env=env, cwd=EXAMPLES_DIR, log_dir=tmp)
         started.append(server)
         server.start()
@@ -69,7 +68,7 @@ def put(server, target, document):
 
 
 def test_representations_off_get_is_204_and_a_second_put_409(start_admin):
-    admin = start_admin(tenant_representations="false")
+    admin = start_admin(representations="false")
     tenant = "no-repr-" + uuid.uuid4().hex[:8]
     created = put(admin, "/v2.1/" + tenant, {"tier": "gold"})
     assert created.status == 201
@@ -90,7 +89,7 @@ def test_representations_off_get_is_204_and_a_second_put_409(start_admin):
 
 
 def test_not_updatable_put_that_changes_is_409(start_admin):
-    admin = start_admin(tenant_updatable="false")
+    admin = start_admin(updatable="false")
     tenant = "fixed-" + uuid.uuid4().hex[:8]
     assert put(admin, "/v2.1/" + tenant, {"tier": "gold"}).status == 201
     assert put(admin, "/v2.1/" + tenant, {"tier": "gold"}).status == 202  # the same PUT again: idempotent

@@ -4,8 +4,9 @@ For each backend (SQLite, PostgreSQL, MariaDB) one pair of gunicorn
 servers (2 workers each) runs for the whole module: the public pipeline
 ``main`` and the admin pipeline ``admin``, sharing one registry and one
 servers database, exactly as ``make demo`` runs them (the registry URL and
-a 1 s tenant cache reach the ini through ``--paste-global``).  Every test
-uses tenant ids of its own.  Every status code the issue names is checked
+a 1 s tenant cache reach the demo through oslo.config's
+``OS_<GROUP>__<OPTION>`` environment variables).  Every test uses tenant
+ids of its own.  Every status code the issue names is checked
 here; the option variants (representations off, not updatable) are in
 test_tenant_admin_options_server.py.
 """
