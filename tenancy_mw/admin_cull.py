@@ -323,14 +323,19 @@ class AdminCull(TenancyMiddleware):
             if literal in folded:
                 rules = rules + group
         for rule in rules:
-            if rule.applies_to(judged):
+            if rule.methods is None or not rule.methods.isdisjoint(judged):  # rule.applies_to(judged), inlined
                 for view in views:
                     if rule.matches_path(view):
                         return self._cull_unless_admin(environ, method, canonical, rule)
         # The request may name another method: judge the path against the
-        # rules for other methods, then what the overrides name.
+        # rules for other methods, then what the overrides name.  Most
+        # requests carry nothing that could name one (no override header,
+        # no query or form that could spell _method): they stop here,
+        # before any rule for another method is tried.
+        if not _may_override(environ, method):
+            return None
         others = [r for r in rules if not r.applies_to(judged) and any(r.matches_path(v) for v in views)]
-        if not others or not _may_override(environ, method):
+        if not others:
             return None
         if self.refuse_overrides:
             # Header and query overrides were refused above.  A body a
@@ -452,7 +457,9 @@ def _has_form_body(environ: dict, method: str) -> bool:
 
 def _reads_form(environ: dict, method: str) -> bool:
     """Whether webob would parse this request's body as a form: the same test as ``Request.POST``."""
-    content_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
+    content_type = environ.get("CONTENT_TYPE")
+    if content_type:
+        content_type = content_type.split(";", 1)[0].strip().lower()
     if content_type:
         return content_type in _FORM_TYPES
     return method == "POST"
@@ -474,8 +481,14 @@ def _override_values(environ: dict) -> list:
     values = [environ[key] for key in OVERRIDE_HEADERS if key in environ]
     try:
         # "\n\n" between names: two spellings side by side still count twice.
-        names = "\n\n%s\n\n" % "\n\n".join(environ).upper().replace("-", "_")
-        odd = any(names.count("\n%s\n" % key) > (key in environ) for key in OVERRIDE_HEADERS)
+        names = "\n\n".join(environ).upper()
+        # Every spelling of an override header holds METHOD once upper-cased;
+        # when no key but the exact ones and REQUEST_METHOD does, there is
+        # no other spelling (the usual case: one C-speed count).
+        odd = names.count("METHOD") > len(values) + ("REQUEST_METHOD" in environ)
+        if odd:
+            names = "\n\n%s\n\n" % names.replace("-", "_")
+            odd = any(names.count("\n%s\n" % key) > (key in environ) for key in OVERRIDE_HEADERS)
     except TypeError:  # a key that is not a string: look at each
         odd = True
     if odd:

@@ -129,7 +129,7 @@ class CullRule:
     Build it with :func:`parse_rule`.
     """
 
-    __slots__ = ("anchor", "fixed_length", "literals", "methods", "source", "tokens")
+    __slots__ = ("anchor", "fixed_length", "literals", "methods", "source", "tail", "tokens")
 
     def __init__(self, source: str, methods: frozenset | None, tokens: tuple, anchor: str) -> None:
         self.source = source
@@ -141,6 +141,16 @@ class CullRule:
         self.literals = tuple(t.text for t in tokens if t.kind == "literal")
         #: How many segments the pattern matches, or None when it holds '**'.
         self.fixed_length = None if any(t.kind == "any" for t in tokens) else len(tokens)
+        #: The tokens that, on a path of one reading, can only match its
+        #: last segments, worked out once here: all of a fixed-length
+        #: ``{version}`` pattern's, or those after the leading ``**`` of a
+        #: pattern that may start anywhere and has no other ``**``
+        #: (``/**/{version}/{tenant}``).  None for other patterns.
+        self.tail: tuple | None = None
+        if anchor == "version" and self.fixed_length is not None:
+            self.tail = tokens
+        elif anchor == "anywhere" and not any(t.kind == "any" for t in tokens[1:]):
+            self.tail = tokens[1:]
 
     def __repr__(self) -> str:
         return "CullRule(%r)" % self.source
@@ -172,23 +182,27 @@ class CullRule:
         for literal in self.literals:
             if literal not in view.folded:
                 return False
-        if self.anchor == "version" and self.fixed_length is not None and view.plain:
-            # One reading, and only one place a pattern of fixed length can start.
+        tail = self.tail
+        if tail is not None and view.plain:
+            # One reading, and only one place the pattern can start.
             segments, version_re = view.segments, view.version_re
-            start = len(segments) - self.fixed_length
-            if start < 0 or not _is_version(segments[start], version_re):
+            start = len(segments) - len(tail)
+            if start < 0:
                 return False
-            prefix = view.prefix_length
-            if start > prefix:
-                # A version start only if its run of version-like segments
-                # begins right after the mount point, or holds the first
-                # version-like segment of the path (see _version_starts).
-                run = start
-                while run > prefix and _is_version(segments[run - 1], version_re):
-                    run -= 1
-                if run > prefix and any(_is_version(s, version_re) for s in segments[:run]):
+            if self.anchor == "version":
+                if not _is_version(segments[start], version_re):
                     return False
-            return _match(self.tokens, segments, start, version_re)
+                prefix = view.prefix_length
+                if start > prefix:
+                    # A version start only if its run of version-like segments
+                    # begins right after the mount point, or holds the first
+                    # version-like segment of the path (see _version_starts).
+                    run = start
+                    while run > prefix and _is_version(segments[run - 1], version_re):
+                        run -= 1
+                    if run > prefix and any(_is_version(s, version_re) for s in segments[:run]):
+                        return False
+            return _match_fixed(tail, segments, start, version_re)
         for segments, versions in view.readings:
             if self.anchor == "version":
                 if any(_match(self.tokens, segments, start, view.version_re) for start in versions):
@@ -202,6 +216,8 @@ class PathView:
     """A request path prepared once for matching against many rules.
 
     :ivar folded: the path, case-folded, for the literal pre-test.
+    :ivar plain: whether the path has a single reading (no ``;``
+        parameters, spaces or backslashes).
     :ivar readings: ``(segments, version starts)`` pairs, one per way a
         lenient router could read the path: as given; without segments that
         are empty once ``;`` parameters and spaces are dropped; with
@@ -212,27 +228,19 @@ class PathView:
         requests fail every rule's literal pre-test first.
     """
 
-    __slots__ = ("_plain", "_readings", "folded", "prefix_length", "segments", "version_re")
+    __slots__ = ("_readings", "folded", "plain", "prefix_length", "segments", "version_re")
 
     def __init__(self, segments: tuple[str, ...], version_re: re.Pattern, prefix_length: int = 0) -> None:
         self.segments = segments
         self.version_re = version_re
         self.prefix_length = prefix_length
-        self.folded = _fold("/".join(segments))
+        folded = self.folded = _fold("/".join(segments))
+        if folded.isascii():
+            # Control characters never get this far (the canonical form refuses them).
+            self.plain = ";" not in folded and "\\" not in folded and " " not in folded
+        else:
+            self.plain = _ODD.search(folded) is None
         self._readings: tuple | None = None
-        self._plain: bool | None = None
-
-    @property
-    def plain(self) -> bool:
-        """Whether the path has a single reading (no parameters, spaces or backslashes)."""
-        if self._plain is None:
-            folded = self.folded
-            if folded.isascii():
-                # Control characters never get this far (the canonical form refuses them).
-                self._plain = ";" not in folded and "\\" not in folded and " " not in folded
-            else:
-                self._plain = _ODD.search(folded) is None
-        return self._plain
 
     @property
     def readings(self) -> tuple:
@@ -351,6 +359,18 @@ def _literal_matches(literal: str, segment: str) -> bool:
         return True
     stem = base.rsplit(".", 1)[0]
     return stem == literal and stem != base
+
+
+def _match_fixed(tokens: tuple, segments: tuple[str, ...], start: int, version_re: re.Pattern) -> bool:
+    """Whether *tokens*, none of them ``**``, match ``segments[start:]`` exactly: one segment each."""
+    for token, segment in zip(tokens, segments[start:], strict=True):
+        kind = token.kind
+        if kind == "version":
+            if not _is_version(segment, version_re):
+                return False
+        elif kind == "literal" and not _literal_matches(token.text, segment):
+            return False
+    return True
 
 
 def _match(tokens: tuple, segments: tuple[str, ...], start: int, version_re: re.Pattern) -> bool:
