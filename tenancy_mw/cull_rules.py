@@ -129,7 +129,7 @@ class CullRule:
     Build it with :func:`parse_rule`.
     """
 
-    __slots__ = ("anchor", "fixed_length", "literals", "methods", "source", "tail", "tokens")
+    __slots__ = ("anchor", "fixed_length", "literals", "methods", "source", "tail_checks", "tail_length", "tokens")
 
     def __init__(self, source: str, methods: frozenset | None, tokens: tuple, anchor: str) -> None:
         self.source = source
@@ -141,16 +141,26 @@ class CullRule:
         self.literals = tuple(t.text for t in tokens if t.kind == "literal")
         #: How many segments the pattern matches, or None when it holds '**'.
         self.fixed_length = None if any(t.kind == "any" for t in tokens) else len(tokens)
-        #: The tokens that, on a path of one reading, can only match its
-        #: last segments, worked out once here: all of a fixed-length
-        #: ``{version}`` pattern's, or those after the leading ``**`` of a
-        #: pattern that may start anywhere and has no other ``**``
-        #: (``/**/{version}/{tenant}``).  None for other patterns.
-        self.tail: tuple | None = None
+        #: A pattern that, on a path of one reading, can only match the
+        #: path's last ``tail_length`` segments (a fixed-length ``{version}``
+        #: pattern; one that may start anywhere with no ``**`` but the
+        #: leading one, as ``/**/{version}/{tenant}``) is compiled here into
+        #: its checks: ``(offset, literal)`` for each token but ``*``, the
+        #: literal ``None`` for ``{version}``.  None for other patterns.
+        self.tail_checks: tuple | None = None
+        self.tail_length = 0
+        tail = None
         if anchor == "version" and self.fixed_length is not None:
-            self.tail = tokens
+            tail = tokens
         elif anchor == "anywhere" and not any(t.kind == "any" for t in tokens[1:]):
-            self.tail = tokens[1:]
+            tail = tokens[1:]
+        if tail is not None:
+            self.tail_length = len(tail)
+            self.tail_checks = tuple(
+                (offset, token.text if token.kind == "literal" else None)
+                for offset, token in enumerate(tail)
+                if token.kind != "one"
+            )
 
     def __repr__(self) -> str:
         return "CullRule(%r)" % self.source
@@ -182,27 +192,30 @@ class CullRule:
         for literal in self.literals:
             if literal not in view.folded:
                 return False
-        tail = self.tail
-        if tail is not None and view.plain:
+        checks = self.tail_checks
+        if checks is not None and view.plain:
             # One reading, and only one place the pattern can start.
             segments, version_re = view.segments, view.version_re
-            start = len(segments) - len(tail)
+            start = len(segments) - self.tail_length
             if start < 0:
                 return False
-            if self.anchor == "version":
-                if not _is_version(segments[start], version_re):
-                    return False
-                prefix = view.prefix_length
-                if start > prefix:
-                    # A version start only if its run of version-like segments
-                    # begins right after the mount point, or holds the first
-                    # version-like segment of the path (see _version_starts).
-                    run = start
-                    while run > prefix and _is_version(segments[run - 1], version_re):
-                        run -= 1
-                    if run > prefix and any(_is_version(s, version_re) for s in segments[:run]):
+            for offset, literal in checks:
+                if literal is None:
+                    if not _is_version(segments[start + offset], version_re):
                         return False
-            return _match_fixed(tail, segments, start, version_re)
+                elif not _literal_matches(literal, segments[start + offset]):
+                    return False
+            prefix = view.prefix_length
+            if self.anchor == "version" and start > prefix:
+                # A version start only if its run of version-like segments
+                # begins right after the mount point, or holds the first
+                # version-like segment of the path (see _version_starts).
+                run = start
+                while run > prefix and _is_version(segments[run - 1], version_re):
+                    run -= 1
+                if run > prefix and any(_is_version(s, version_re) for s in segments[:run]):
+                    return False
+            return True
         for segments, versions in view.readings:
             if self.anchor == "version":
                 if any(_match(self.tokens, segments, start, view.version_re) for start in versions):
@@ -234,7 +247,9 @@ class PathView:
         self.segments = segments
         self.version_re = version_re
         self.prefix_length = prefix_length
-        folded = self.folded = _fold("/".join(segments))
+        joined = "/".join(segments)
+        # _fold(), its ASCII case inlined: every request builds a view.
+        folded = self.folded = joined.lower() if joined.isascii() else _fold(joined)
         if folded.isascii():
             # Control characters never get this far (the canonical form refuses them).
             self.plain = ";" not in folded and "\\" not in folded and " " not in folded
@@ -359,18 +374,6 @@ def _literal_matches(literal: str, segment: str) -> bool:
         return True
     stem = base.rsplit(".", 1)[0]
     return stem == literal and stem != base
-
-
-def _match_fixed(tokens: tuple, segments: tuple[str, ...], start: int, version_re: re.Pattern) -> bool:
-    """Whether *tokens*, none of them ``**``, match ``segments[start:]`` exactly: one segment each."""
-    for token, segment in zip(tokens, segments[start:], strict=True):
-        kind = token.kind
-        if kind == "version":
-            if not _is_version(segment, version_re):
-                return False
-        elif kind == "literal" and not _literal_matches(token.text, segment):
-            return False
-    return True
 
 
 def _match(tokens: tuple, segments: tuple[str, ...], start: int, version_re: re.Pattern) -> bool:
