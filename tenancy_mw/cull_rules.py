@@ -129,7 +129,7 @@ class CullRule:
     Build it with :func:`parse_rule`.
     """
 
-    __slots__ = ("anchor", "fixed_length", "literals", "methods", "source", "tokens")
+    __slots__ = ("anchor", "fixed_length", "literals", "methods", "source", "tail_checks", "tail_length", "tokens")
 
     def __init__(self, source: str, methods: frozenset | None, tokens: tuple, anchor: str) -> None:
         self.source = source
@@ -141,6 +141,26 @@ class CullRule:
         self.literals = tuple(t.text for t in tokens if t.kind == "literal")
         #: How many segments the pattern matches, or None when it holds '**'.
         self.fixed_length = None if any(t.kind == "any" for t in tokens) else len(tokens)
+        #: A pattern that, on a path of one reading, can only match the
+        #: path's last ``tail_length`` segments (a fixed-length ``{version}``
+        #: pattern; one that may start anywhere with no ``**`` but the
+        #: leading one, as ``/**/{version}/{tenant}``) is compiled here into
+        #: its checks: ``(offset, literal)`` for each token but ``*``, the
+        #: literal ``None`` for ``{version}``.  None for other patterns.
+        self.tail_checks: tuple | None = None
+        self.tail_length = 0
+        tail = None
+        if anchor == "version" and self.fixed_length is not None:
+            tail = tokens
+        elif anchor == "anywhere" and not any(t.kind == "any" for t in tokens[1:]):
+            tail = tokens[1:]
+        if tail is not None:
+            self.tail_length = len(tail)
+            self.tail_checks = tuple(
+                (offset, token.text if token.kind == "literal" else None)
+                for offset, token in enumerate(tail)
+                if token.kind != "one"
+            )
 
     def __repr__(self) -> str:
         return "CullRule(%r)" % self.source
@@ -172,14 +192,21 @@ class CullRule:
         for literal in self.literals:
             if literal not in view.folded:
                 return False
-        if self.anchor == "version" and self.fixed_length is not None and view.plain:
-            # One reading, and only one place a pattern of fixed length can start.
+        checks = self.tail_checks
+        if checks is not None and view.plain:
+            # One reading, and only one place the pattern can start.
             segments, version_re = view.segments, view.version_re
-            start = len(segments) - self.fixed_length
-            if start < 0 or not _is_version(segments[start], version_re):
+            start = len(segments) - self.tail_length
+            if start < 0:
                 return False
+            for offset, literal in checks:
+                if literal is None:
+                    if not _is_version(segments[start + offset], version_re):
+                        return False
+                elif not _literal_matches(literal, segments[start + offset]):
+                    return False
             prefix = view.prefix_length
-            if start > prefix:
+            if self.anchor == "version" and start > prefix:
                 # A version start only if its run of version-like segments
                 # begins right after the mount point, or holds the first
                 # version-like segment of the path (see _version_starts).
@@ -188,7 +215,7 @@ class CullRule:
                     run -= 1
                 if run > prefix and any(_is_version(s, version_re) for s in segments[:run]):
                     return False
-            return _match(self.tokens, segments, start, version_re)
+            return True
         for segments, versions in view.readings:
             if self.anchor == "version":
                 if any(_match(self.tokens, segments, start, view.version_re) for start in versions):
@@ -202,6 +229,8 @@ class PathView:
     """A request path prepared once for matching against many rules.
 
     :ivar folded: the path, case-folded, for the literal pre-test.
+    :ivar plain: whether the path has a single reading (no ``;``
+        parameters, spaces or backslashes).
     :ivar readings: ``(segments, version starts)`` pairs, one per way a
         lenient router could read the path: as given; without segments that
         are empty once ``;`` parameters and spaces are dropped; with
@@ -212,27 +241,21 @@ class PathView:
         requests fail every rule's literal pre-test first.
     """
 
-    __slots__ = ("_plain", "_readings", "folded", "prefix_length", "segments", "version_re")
+    __slots__ = ("_readings", "folded", "plain", "prefix_length", "segments", "version_re")
 
     def __init__(self, segments: tuple[str, ...], version_re: re.Pattern, prefix_length: int = 0) -> None:
         self.segments = segments
         self.version_re = version_re
         self.prefix_length = prefix_length
-        self.folded = _fold("/".join(segments))
+        joined = "/".join(segments)
+        # _fold(), its ASCII case inlined: every request builds a view.
+        folded = self.folded = joined.lower() if joined.isascii() else _fold(joined)
+        if folded.isascii():
+            # Control characters never get this far (the canonical form refuses them).
+            self.plain = ";" not in folded and "\\" not in folded and " " not in folded
+        else:
+            self.plain = _ODD.search(folded) is None
         self._readings: tuple | None = None
-        self._plain: bool | None = None
-
-    @property
-    def plain(self) -> bool:
-        """Whether the path has a single reading (no parameters, spaces or backslashes)."""
-        if self._plain is None:
-            folded = self.folded
-            if folded.isascii():
-                # Control characters never get this far (the canonical form refuses them).
-                self._plain = ";" not in folded and "\\" not in folded and " " not in folded
-            else:
-                self._plain = _ODD.search(folded) is None
-        return self._plain
 
     @property
     def readings(self) -> tuple:

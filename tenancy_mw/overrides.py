@@ -125,22 +125,31 @@ def _normalise_keys(data: bytes, what: str) -> bytes:
     Raises :class:`TooManyCandidates` beyond :data:`MAX_ESCAPES` percent signs.
     """
     low = data.lower()
-    if b"%" not in low:
+    at = low.find(b"%")
+    if at == -1:
         return low
-    escapes = low.count(b"%")
-    if escapes > MAX_ESCAPES:
-        raise TooManyCandidates(
-            "The %s holds %d percent-escapes; at most %d are decoded here to look for _method."
-            % (what, escapes, MAX_ESCAPES)
-        )
-    # Split and join run at memory speed; only the (bounded) pieces after a
-    # "%" cost a Python step each.  An escape is "%" and two hex digits, so
-    # no escape spans two pieces.
-    pieces = low.split(b"%")
-    decoded = [pieces[0]]
-    for piece in pieces[1:]:
-        letter = _KEY_HEX.get(piece[:2])
-        decoded.append(b"%" + piece if letter is None else letter + piece[2:])
+    # One Python step per (bounded) "%"; the runs between them are found by
+    # bytes.find and joined as memoryview slices, so the body is copied
+    # once, by the join, however large the runs are.
+    view = memoryview(low)
+    decoded: list = []
+    done = 0
+    escapes = 0
+    while at != -1:
+        escapes += 1
+        if escapes > MAX_ESCAPES:
+            raise TooManyCandidates(
+                "The %s holds %d percent-escapes; at most %d are decoded here to look for _method."
+                % (what, low.count(b"%"), MAX_ESCAPES)
+            )
+        letter = _KEY_HEX.get(low[at + 1 : at + 3])
+        if letter is not None:
+            decoded += (view[done:at], letter)
+            done = at + 3
+        at = low.find(b"%", at + 1)
+    if not decoded:
+        return low
+    decoded.append(view[done:])
     return b"".join(decoded)
 
 

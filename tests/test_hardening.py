@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import io
 import json
+import urllib.parse
 
 import pytest
 import webob
 from django.http.request import HttpHeaders
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from paste.deploy import loadapp
 
 from tenancy_mw.admin_cull import FORM_BODY_LIMIT, AdminCull
 from tenancy_mw.base import ConfigError
+from tenancy_mw.overrides import urlencoded_method_overrides
 from tenancy_mw.paths import DEFAULT_MAX_TARGET_LENGTH
 from tenancy_mw.tenant_path import TenantPath
 from tests.support.apps import Recorder
@@ -116,10 +120,14 @@ def test_refuse_mode_never_reads_a_body(path):
         (FORM, b"a=1;+%5FMETHOD+=delete"),
         (FORM, b"_m%45thod=put"),
         ((), b"_method=DELETE"),
-        ((("Content-Type", "multipart/form-data; boundary=zz"),),
-         b'--zz\r\nContent-Disposition: form-data; name="_method"\r\n\r\nDELETE\r\n--zz--\r\n'),
-        ((("Content-Type", "multipart/form-data; boundary=zz"),),
-         b"--zz\nContent-Disposition: form-data; name=_METHOD\n\nput\n--zz--\n"),
+        (
+            (("Content-Type", "multipart/form-data; boundary=zz"),),
+            b'--zz\r\nContent-Disposition: form-data; name="_method"\r\n\r\nDELETE\r\n--zz--\r\n',
+        ),
+        (
+            (("Content-Type", "multipart/form-data; boundary=zz"),),
+            b"--zz\nContent-Disposition: form-data; name=_METHOD\n\nput\n--zz--\n",
+        ),
     ],
 )
 def test_method_fields_are_still_found(headers, body):
@@ -356,6 +364,7 @@ def _plain_app(environ, start_response):
 
 _plain_app.seen = []
 
+
 @pytest.mark.parametrize("router", ["routes", "pecan get_one(tenant_id)"])
 @pytest.mark.parametrize("name", sorted(HIDDEN_MULTIPART))
 def test_a_multipart_method_field_is_found_however_its_headers_are_written(router, name):
@@ -419,8 +428,15 @@ _NOT_STRINGS = [None, b"_method=DELETE", 5]
 @pytest.mark.parametrize("factory", [AdminCull, TenantPath], ids=["admin_cull", "tenant_path"])
 @pytest.mark.parametrize(
     "key",
-    ["QUERY_STRING", "HTTP_ACCEPT", "CONTENT_TYPE", "REQUEST_METHOD", "CONTENT_LENGTH", "RAW_URI",
-     "HTTP_X_HTTP_METHOD_OVERRIDE"],
+    [
+        "QUERY_STRING",
+        "HTTP_ACCEPT",
+        "CONTENT_TYPE",
+        "REQUEST_METHOD",
+        "CONTENT_LENGTH",
+        "RAW_URI",
+        "HTTP_X_HTTP_METHOD_OVERRIDE",
+    ],
 )
 @pytest.mark.parametrize("value", _NOT_STRINGS, ids=repr)
 def test_environ_values_that_are_not_strings_are_a_400_never_an_exception(factory, key, value):
@@ -451,6 +467,33 @@ def test_a_form_with_more_escapes_than_are_decoded_is_refused_on_an_admin_path()
     body = b"a=" + b"%C3%A1" * MAX_ESCAPES
     assert call(app, make_environ("POST", "/v2.1/acme/servers", FORM, body))[0] == 200
     assert len(recorder.seen) == 1
+
+
+_ESCAPED_LETTERS = {letter: ["%%%02x" % letter, "%%%02X" % letter] for letter in b"_methodMETHOD"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.booleans(), min_size=7, max_size=7),
+    st.lists(st.booleans(), min_size=7, max_size=7),
+    st.integers(0, 300),
+    st.integers(0, 64 * 1024),
+)
+def test_an_escaped_method_field_is_found_among_escapes_and_long_runs(escaped, upper, escapes_before, run):
+    # However the key's letters are escaped, and whatever escapes and long
+    # runs of other bytes come before and after it, the field a framework
+    # decodes as _method is found; the decoding copies runs, never drops them.
+    key = "".join(
+        _ESCAPED_LETTERS[ord(c.upper() if up else c)][up] if esc else (c.upper() if up else c)
+        for c, esc, up in zip("_method", escaped, upper, strict=True)
+    )
+    body = ("a=" + "%6d" * escapes_before + "\n" * run + "&" + key + "=DELETE&b=" + "x" * run).encode()
+    assert [v for k, v in urllib.parse.parse_qsl(body.decode()) if k.lower() == "_method"] == ["DELETE"]
+    assert urlencoded_method_overrides(body) == {"DELETE"}
+    recorder = Recorder()
+    status, _, _ = call(AdminCull(recorder, {}), make_environ("POST", "/v2.1/acme", FORM, body))
+    assert status == 404
+    assert recorder.seen == []
 
 
 @pytest.mark.parametrize("mount", ["/v1/compute", "/api/v1/x"])
