@@ -1,0 +1,80 @@
+"""An unclosed SQLite connection fails the test that left it, on every Python (tests/support/leaks.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+LEAKY_TESTS = """
+import sqlite3
+
+import pytest
+import sqlalchemy as sa
+
+def test_closes(tmp_path):
+    connection = sqlite3.connect(tmp_path / "a.sqlite")
+    connection.close()
+    engine = sa.create_engine("sqlite:///%s" % (tmp_path / "b.sqlite"))
+    with engine.connect():
+        pass
+    engine.dispose()
+
+
+def test_with_block_does_not_close(tmp_path):
+    with sqlite3.connect(tmp_path / "c.sqlite") as connection:
+        connection.execute("select 1")
+
+
+def test_engine_never_disposed(tmp_path):
+    engine = sa.create_engine("sqlite:///%s" % (tmp_path / "d.sqlite"))
+    with engine.connect():
+        pass
+
+
+def test_cycle_freed_later(tmp_path):
+    holder = {"connection": sqlite3.connect(tmp_path / "e.sqlite")}
+    holder["self"] = holder
+
+
+@pytest.fixture(scope="session")
+def session_connection(tmp_path_factory):
+    yield sqlite3.connect(tmp_path_factory.mktemp("s") / "f.sqlite")
+
+
+def test_session_fixture_leaks(session_connection):
+    session_connection.execute("select 1")
+
+
+def test_after_the_leaks():
+    pass
+"""
+
+
+def test_each_leak_fails_its_own_test(tmp_path):
+    (tmp_path / "test_leaky.py").write_text(LEAKY_TESTS)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.support.leaks", "-rA", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
+    out = result.stdout
+    assert result.returncode == 1, out[-3000:]
+    assert "PASSED test_leaky.py::test_closes" in out, out[-3000:]
+    for leaky in ("test_with_block_does_not_close", "test_engine_never_disposed", "test_cycle_freed_later"):
+        assert "ERROR at teardown of %s" % leaky in out, out[-3000:]
+    # The report names where each leaked connection was opened.
+    assert "c.sqlite" in out
+    opened = LEAKY_TESTS.splitlines().index('    with sqlite3.connect(tmp_path / "c.sqlite") as connection:') + 1
+    assert 'test_leaky.py", line %d, in test_with_block_does_not_close' % opened in out, out[-3000:]
+    # The session fixture's connection is freed when the session ends, after the last test, which reports it.
+    last = out.split("ERROR at teardown of test_after_the_leaks")[1]
+    assert "f.sqlite" in last, out[-3000:]
+    assert "PASSED test_leaky.py::test_after_the_leaks" in out, out[-3000:]
