@@ -3,6 +3,16 @@
 # except the Debian packages the tests need (memcached), and only when run as root.
 
 PYTHON ?= python3
+# A Python X.Y interpreter that runs: `pythonX.Y` on PATH, else one pyenv
+# installed but has not enabled (its shim on PATH then refuses to run).
+FIND_PYTHON = $(firstword $(foreach p,$(shell command -v python$(1) 2>/dev/null) \
+  $(sort $(wildcard $(HOME)/.pyenv/versions/$(1).*/bin/python$(1))),$(if $(shell $(p) -c 'print(1)' 2>/dev/null),$(p))))
+# So `make test PYTHON=python3.12` works wherever a Python 3.12 is installed.
+ifneq ($(filter python3.%,$(PYTHON)),)
+ifeq ($(shell $(PYTHON) -c 'print(1)' 2>/dev/null),)
+override PYTHON := $(or $(call FIND_PYTHON,$(patsubst python%,%,$(PYTHON))),$(PYTHON))
+endif
+endif
 VENV ?= .venv
 # Absolute, so VENV=/some/where works for every target, from any folder.
 BIN := $(abspath $(VENV))/bin
@@ -106,8 +116,6 @@ test: $(STAMP)-test programs services lint docs-check
 TESTED_PYTHONS := 3.11 3.12 3.13
 PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 OTHER_PYTHONS := $(filter-out $(PY_VERSION),$(TESTED_PYTHONS))
-FIND_PYTHON = $(firstword $(foreach p,$(shell command -v python$(1) 2>/dev/null) \
-  $(sort $(wildcard $(HOME)/.pyenv/versions/$(1).*/bin/python$(1))),$(if $(shell $(p) -c 'print(1)' 2>/dev/null),$(p))))
 
 .PHONY: test-pythons $(addprefix test-python,$(TESTED_PYTHONS))
 test-pythons: programs services
