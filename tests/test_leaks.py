@@ -40,22 +40,33 @@ def test_cycle_freed_later(tmp_path):
     holder["self"] = holder
 
 
-@pytest.fixture(scope="session")
-def session_connection(tmp_path_factory):
+@pytest.fixture(scope="module")
+def module_connection(tmp_path_factory):
     yield sqlite3.connect(tmp_path_factory.mktemp("s") / "f.sqlite")
 
 
-def test_session_fixture_leaks(session_connection):
-    session_connection.execute("select 1")
+def test_module_fixture_leaks(module_connection):
+    module_connection.execute("select 1")
 
 
 def test_after_the_leaks():
     pass
 """
 
+# A file of its own, run after LEAKY_TESTS: no SQLite there, so nothing collects the garbage until the end.
+SOCKET_TESTS = """
+import socket
+
+
+def test_a_socket_in_a_cycle():
+    holder = {"socket": socket.socket()}
+    holder["self"] = holder
+"""
+
 
 def test_each_leak_fails_its_own_test(tmp_path):
     (tmp_path / "test_leaky.py").write_text(LEAKY_TESTS)
+    (tmp_path / "test_leaky_sockets.py").write_text(SOCKET_TESTS)
     (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "tests.support.leaks", "-rA", "-p", "no:cacheprovider", str(tmp_path)],
@@ -74,7 +85,10 @@ def test_each_leak_fails_its_own_test(tmp_path):
     assert "c.sqlite" in out
     opened = LEAKY_TESTS.splitlines().index('    with sqlite3.connect(tmp_path / "c.sqlite") as connection:') + 1
     assert 'test_leaky.py", line %d, in test_with_block_does_not_close' % opened in out, out[-3000:]
-    # The session fixture's connection is freed when the session ends, after the last test, which reports it.
+    # The module fixture's connection is freed after the module's last test, which reports it.
     last = out.split("ERROR at teardown of test_after_the_leaks")[1]
     assert "f.sqlite" in last, out[-3000:]
     assert "PASSED test_leaky.py::test_after_the_leaks" in out, out[-3000:]
+    # A socket in a reference cycle warns only when the collector runs: after the last test, failing the run.
+    assert "PASSED test_leaky_sockets.py::test_a_socket_in_a_cycle" in out, out[-3000:]
+    assert "1 leak(s) found after the last test:\nunclosed <socket.socket" in out, out[-3000:]

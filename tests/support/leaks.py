@@ -14,7 +14,9 @@ notes, when freed, that it was never closed.  After each test's teardown
 the collector runs (only when the test opened a connection or one is still
 open, so the rest of the suite pays nothing) and the test fails with an
 error naming where each leaked connection was opened.  A leak found only
-after the last test fails the run.
+after the last test, a SQLite connection or anything else that warns when
+the collector frees it (a socket or file left in a reference cycle), fails
+the run.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from __future__ import annotations
 import gc
 import sqlite3
 import sqlite3.dbapi2
+import sys
 import traceback
+import warnings
 import weakref
 
 import pytest
@@ -109,11 +113,35 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     return result
 
 
+def _other_leaks_in_garbage() -> list[str]:
+    """What the collector frees now that warns of a leak (a socket or file left in a reference cycle, say).
+
+    pytest reports such a warning only while a test runs and only when
+    something collects the garbage then; once the tests are done, nothing
+    would fail the run.
+    """
+    found: list[str] = []
+
+    def record(unraisable) -> None:
+        found.append("%s: %r" % (unraisable.exc_value, unraisable.object))
+
+    previous = sys.unraisablehook
+    sys.unraisablehook = record
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ResourceWarning)
+            gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    return found
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """A leak seen only once every test is done (a session fixture's) fails the run."""
+    """A leak seen only once every test is done (a session fixture's, a socket in a cycle) fails the run."""
     leaked = _leaks_since_last_check()
+    leaked += _other_leaks_in_garbage()
     if leaked:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            reporter.write_line("%d SQLite connection(s) never closed:\n%s" % (len(leaked), "\n".join(leaked)))
+            reporter.write_line("%d leak(s) found after the last test:\n%s" % (len(leaked), "\n".join(leaked)))
