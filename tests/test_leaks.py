@@ -10,6 +10,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 LEAKY_TESTS = """
+import socket
 import sqlite3
 
 import pytest
@@ -36,7 +37,7 @@ def test_engine_never_disposed(tmp_path):
 
 
 def test_cycle_freed_later(tmp_path):
-    holder = {"connection": sqlite3.connect(tmp_path / "e.sqlite")}
+    holder = {"connection": sqlite3.connect(tmp_path / "e.sqlite"), "socket": socket.socket()}
     holder["self"] = holder
 
 
@@ -85,6 +86,10 @@ def test_each_leak_fails_its_own_test(tmp_path):
     assert "c.sqlite" in out
     opened = LEAKY_TESTS.splitlines().index('    with sqlite3.connect(tmp_path / "c.sqlite") as connection:') + 1
     assert 'test_leaky.py", line %d, in test_with_block_does_not_close' % opened in out, out[-3000:]
+    # What else the collection frees with a warning is reported with the same test, not the next one.
+    cycle = out.split("ERROR at teardown of test_cycle_freed_later")[1].split("ERROR at")[0]
+    assert "e.sqlite" in cycle, out[-3000:]
+    assert "unclosed <socket.socket" in cycle, out[-3000:]
     # The module fixture's connection is freed after the module's last test, which reports it.
     last = out.split("ERROR at teardown of test_after_the_leaks")[1]
     assert "f.sqlite" in last, out[-3000:]

@@ -43,10 +43,13 @@ def test_the_runner_serves_both_endpoints_and_stops_both_on_ctrl_c(tmp_path):
 
         def request(p, method, target, body=None):
             conn = http.client.HTTPConnection("127.0.0.1", p, timeout=10)
-            headers = {"Content-Type": "application/json"} if body else {}
-            conn.request(method, target, body=body, headers=headers)
-            response = conn.getresponse()
-            return response.status, response.read()
+            try:  # closed on a timeout too, not left to the garbage collector
+                headers = {"Content-Type": "application/json"} if body else {}
+                conn.request(method, target, body=body, headers=headers)
+                response = conn.getresponse()
+                return response.status, response.read()
+            finally:
+                conn.close()
 
         assert request(port, "GET", "/v2.1/nobody/servers")[0] == 404
         assert request(admin_port, "PUT", "/v2.1/acme", b'{"tier": "gold"}')[0] == 201

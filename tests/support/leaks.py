@@ -35,7 +35,7 @@ __all__ = ["CheckedConnection", "LeakedConnections"]
 
 
 class LeakedConnections(Exception):
-    """A test left SQLite connections unclosed (each listed with where it was opened)."""
+    """A test left SQLite connections unclosed (each listed with where it was opened), or other leaks."""
 
 
 #: Descriptions of connections freed without close(), since the last check.
@@ -85,12 +85,31 @@ def _connect(*args, **kwargs):
 def _leaks_since_last_check() -> list[str]:
     """Collect garbage when a connection was opened or is open, and return (and forget) what leaked."""
     global _opened_at_last_check
+    found: list[str] = []
     if _opened != _opened_at_last_check or len(_open):
         _opened_at_last_check = _opened
-        gc.collect()
-    found = list(_leaked)
+        # Under the test's warning filters (errors): what else this collection frees
+        # with a warning (a socket, a file) is reported with the test, not the next one.
+        found += _collect_garbage()
+    found[:0] = _leaked
     del _leaked[:]
     return found
+
+
+def _collect_garbage() -> list[str]:
+    """Collect garbage; return the warnings and errors the freed objects' finalizers raised."""
+    raised: list[str] = []
+
+    def record(unraisable) -> None:
+        raised.append("%s: %r" % (unraisable.exc_value, unraisable.object))
+
+    previous = sys.unraisablehook
+    sys.unraisablehook = record
+    try:
+        gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    return raised
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -109,7 +128,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     result = yield
     leaked = _leaks_since_last_check()
     if leaked:
-        raise LeakedConnections("%d SQLite connection(s) never closed:\n%s" % (len(leaked), "\n".join(leaked)))
+        raise LeakedConnections("%d leak(s):\n%s" % (len(leaked), "\n".join(leaked)))
     return result
 
 
@@ -120,20 +139,9 @@ def _other_leaks_in_garbage() -> list[str]:
     something collects the garbage then; once the tests are done, nothing
     would fail the run.
     """
-    found: list[str] = []
-
-    def record(unraisable) -> None:
-        found.append("%s: %r" % (unraisable.exc_value, unraisable.object))
-
-    previous = sys.unraisablehook
-    sys.unraisablehook = record
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", ResourceWarning)
-            gc.collect()
-    finally:
-        sys.unraisablehook = previous
-    return found
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        return _collect_garbage()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
