@@ -3,6 +3,16 @@
 # except the Debian packages the tests need (memcached), and only when run as root.
 
 PYTHON ?= python3
+# A Python X.Y interpreter that runs: `pythonX.Y` on PATH, else one pyenv
+# installed but has not enabled (its shim on PATH then refuses to run).
+FIND_PYTHON = $(firstword $(foreach p,$(shell command -v python$(1) 2>/dev/null) \
+  $(sort $(wildcard $(HOME)/.pyenv/versions/$(1).*/bin/python$(1))),$(if $(shell $(p) -c 'print(1)' 2>/dev/null),$(p))))
+# So `make test PYTHON=python3.12` works wherever a Python 3.12 is installed.
+ifneq ($(filter python3.%,$(PYTHON)),)
+ifeq ($(shell $(PYTHON) -c 'print(1)' 2>/dev/null),)
+override PYTHON := $(or $(call FIND_PYTHON,$(patsubst python%,%,$(PYTHON))),$(PYTHON))
+endif
+endif
 VENV ?= .venv
 # Absolute, so VENV=/some/where works for every target, from any folder.
 BIN := $(abspath $(VENV))/bin
@@ -55,9 +65,10 @@ $(STAMP)-lint: setup.cfg setup.py pyproject.toml constraints.txt Makefile
 	$(PIP_INSTALL) -e '.[sql,lint]'
 	touch $@
 
+# The docs document (autodoc, show-options) the SQL-backed parts too: the sql extra.
 $(STAMP)-docs: setup.cfg setup.py pyproject.toml constraints.txt Makefile
 	$(ensure_venv)
-	$(PIP_INSTALL) -e '.[docs]'
+	$(PIP_INSTALL) -e '.[sql,docs]'
 	touch $@
 
 demo: $(STAMP)-demo
@@ -92,6 +103,36 @@ format: $(STAMP)-lint
 
 test: $(STAMP)-test programs services lint docs-check
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory test-pythons
+
+# --- every Python the package claims ----------------------------------------
+# setup.cfg's classifiers and python_requires name exactly TESTED_PYTHONS
+# (tests/test_shipping.py checks it).  `make test` runs the whole suite on
+# $(PYTHON), then, on each other one, in its own $(VENV)-pyX.Y, the suite
+# without the tests marked `slow` (servers, fresh virtualenvs, PostgreSQL and
+# MariaDB variants: tests/conftest.py), two at a time, so CI stays under 20
+# minutes.  Each is found on PATH or among pyenv's installed versions; a
+# missing one fails under CI=true and is reported otherwise.
+TESTED_PYTHONS := 3.11 3.12 3.13
+PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+OTHER_PYTHONS := $(filter-out $(PY_VERSION),$(TESTED_PYTHONS))
+
+.PHONY: test-pythons $(addprefix test-python,$(TESTED_PYTHONS))
+test-pythons: programs services
+	@$(MAKE) --no-print-directory -j2 --output-sync=target $(addprefix test-python,$(OTHER_PYTHONS))
+
+$(addprefix test-python,$(TESTED_PYTHONS)): test-python%:
+	@python="$(call FIND_PYTHON,$*)"; \
+	if [ -z "$$python" ]; then \
+	  case "$$CI" in 1|true|yes) echo "python$* is required under CI=true (setup.cfg claims it)" >&2; exit 1;; esac; \
+	  echo "python$* is missing: the suite did not run on it" >&2; exit 0; \
+	fi; \
+	$(MAKE) --no-print-directory pytest-fast PYTHON="$$python" VENV=$(abspath $(VENV))-py$*
+
+# The suite without the `slow` tests, in $(VENV) made by $(PYTHON).
+.PHONY: pytest-fast
+pytest-fast: $(STAMP)-test
+	$(BIN)/python -m pytest -m 'not slow' -q $(PYTEST_ARGS)
 
 bench: $(STAMP)-test
 	$(BIN)/python bench/run.py
@@ -106,7 +147,7 @@ genconfig: $(STAMP)-lint
 	$(BIN)/oslo-config-generator --config-file doc/config-generator.conf
 
 clean:
-	rm -rf $(abspath $(VENV)) .pytest_cache .hypothesis .mypy_cache .ruff_cache .tox build dist *.egg-info \
+	rm -rf $(abspath $(VENV)) $(abspath $(VENV))-py* .pytest_cache .hypothesis .mypy_cache .ruff_cache .tox build dist *.egg-info \
 	  doc/build releasenotes/build .coverage cover examples/state examples/*.sqlite
 
 # --- docs, release notes, coverage (tox.ini runs these same targets) ----------

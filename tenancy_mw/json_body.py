@@ -20,7 +20,13 @@ import json
 
 from tenancy_mw.paths import shorten
 
-__all__ = ["BodyError", "read_json_body"]
+__all__ = ["MAX_DEPTH", "BodyError", "read_json_body"]
+
+#: The deepest nesting of arrays and objects a body may have.  Python's own
+#: parser stops at a depth that depends on the Python version (about 1,000 on
+#: 3.11, tens of thousands on 3.12 and later); a fixed bound makes the answer
+#: the same on every Python, and keeps code that walks the value recursively safe.
+MAX_DEPTH = 100
 
 
 class BodyError(ValueError):
@@ -74,7 +80,11 @@ def read_json_body(environ: dict, max_bytes: int, example: str) -> object:
     if not raw.strip():
         raise BodyError(400, "bad-body", "The request body is empty; send %s." % example)
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
+        # Only a body with more than MAX_DEPTH brackets can nest that deep (counted at C speed).
+        if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _nested_deeper_than(value, MAX_DEPTH):
+            raise ValueError("nested deeper than %d levels" % MAX_DEPTH)
+        return value
     except (ValueError, RecursionError) as exc:
         # ValueError covers bad JSON and bytes that are not UTF-8;
         # RecursionError a body nested deeper than the parser goes.
@@ -84,3 +94,17 @@ def read_json_body(environ: dict, max_bytes: int, example: str) -> object:
             "The request body %r is not valid JSON (%s); send %s."
             % (shorten(raw.decode("utf-8", "replace")), shorten(str(exc)), example),
         ) from None
+
+
+def _nested_deeper_than(value: object, limit: int) -> bool:
+    """Whether *value* has arrays or objects nested more than *limit* deep (no recursion)."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if not isinstance(item, (dict, list)):
+            continue
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False

@@ -61,8 +61,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http import HTTPStatus
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import sqlalchemy as sa
@@ -73,6 +74,9 @@ from tenancy_mw.json_body import BodyError, read_json_body
 from tenancy_mw.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.tag_store import TagLimitExceeded, TagStore
 from tenancy_mw.tags import MAX_RESOURCE_ID_LENGTH, InvalidTag, validate_tag
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 __all__ = ["MAX_BODY_BYTES", "TagAPI"]
 
@@ -112,7 +116,7 @@ class TagAPI:
         self.error_format = error_format
         self.noun = noun
 
-    def __call__(self, environ: dict, start_response: Callable):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         """Serve ``PATH_INFO`` = ``/{id}/tags`` or ``/{id}/tags/{tag}`` (below the mount point)."""
         try:
             canonical = canonical_path(environ)
@@ -126,7 +130,9 @@ class TagAPI:
         return self._error(environ, start_response, _Answer(
             404, "tenancy.tags.not-found", "Nothing is at %r." % shorten(str(canonical))))
 
-    def respond(self, environ: dict, start_response: Callable, resource_id: str, tag: str | None = None):
+    def respond(
+        self, environ: WSGIEnvironment, start_response: StartResponse, resource_id: str, tag: str | None = None
+    ) -> Iterable[bytes]:
         """Answer a request on the tags of *resource_id*: the list when *tag* is ``None``, else that tag."""
         try:
             return self._dispatch(environ, start_response, resource_id, _NO_TAG if tag is None else tag)

@@ -39,6 +39,7 @@ Example::
     ['a', 'b']
     >>> store.tags_of_many(["srv-1", "srv-2", "srv-3"])
     {'srv-1': ['red'], 'srv-2': ['a', 'b'], 'srv-3': []}
+    >>> store.close()
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ class TagStore:
     ) -> None:
         if max_tags < 1:
             raise ValueError("max_tags must be at least 1, not %r" % (max_tags,))
+        # An engine made here is this store's to close; the service's own is not.
+        self._owns_engine = not isinstance(engine, sa.Engine)
         self.engine = engine if isinstance(engine, sa.Engine) else sql.create_engine(engine)
         self.tags, self.locks = tables or TagTables(TAGS, TAG_LOCKS)
         self.max_tags = max_tags
@@ -140,6 +143,11 @@ class TagStore:
             self._insert_ignore = lambda table: table.insert().prefix_with("IGNORE")
         # Every write transaction reads what committed before it got the lock.
         self._write_options = {} if dialect.name == "sqlite" else {"isolation_level": "READ COMMITTED"}
+
+    def close(self) -> None:
+        """Close the connections of the engine this store made from a URL (a service's own engine is left open)."""
+        if self._owns_engine:
+            self.engine.dispose()
 
     # Reading ---------------------------------------------------------------
 

@@ -101,7 +101,7 @@ From Python::
     >>> from webtest import TestApp
     >>> TestApp(admin_app).get("/v2.1/acme/servers", status=404).json["errors"][0]["code"]
     'tenancy.tenant-not-found'
-    >>> admin_app.registry.close()
+    >>> admin_app.close()
 """
 
 from __future__ import annotations
@@ -317,13 +317,15 @@ class TenantAdmin(TenancyMiddleware):
         ...     start_response("200 OK", [("Content-Type", "text/plain")])
         ...     return [b"served"]
         >>> from tenancy_mw.tenant_path import TenantPath
-        >>> app = webtest.TestApp(TenantPath(TenantAdmin(service, {"connection": url}), {}))
+        >>> admin = TenantAdmin(service, {"connection": url})
+        >>> app = webtest.TestApp(TenantPath(admin, {}))
         >>> app.get("/v2.1/acme/servers", status=404).json["errors"][0]["code"]
         'tenancy.tenant-not-found'
         >>> app.put_json("/v2.1/acme", {"tier": "gold"}).status
         '201 Created'
         >>> app.get("/v2.1/acme/servers").text
         'served'
+        >>> admin.close()
     """
 
     opt_group = "tenant_admin"
@@ -365,6 +367,10 @@ class TenantAdmin(TenancyMiddleware):
                 self.provider = load_provider(options.move_provider, self.application)
             except ValueError as exc:
                 raise self.config_error("move_provider", options.move_provider, str(exc)) from None
+
+    def close(self) -> None:
+        """Close the tenant registry's connections (a service stopping, a test ending)."""
+        self.registry.close()
 
     # The request path -----------------------------------------------------
 

@@ -36,6 +36,33 @@ def pytest_sessionfinish(session, exitstatus):
         reporter.write_line("CI=true: %d test(s) skipped; every backend must be reachable." % skipped)
 
 
+#: What `make test` leaves out on the other Pythons it tests (Makefile OTHER_PYTHONS), to keep CI under
+#: 20 minutes: real servers (gunicorn, uWSGI, Chromium), builds in fresh virtualenvs, and the PostgreSQL and
+#: MariaDB variants of SQL tests.  Their SQLite variants, and everything else, still run there.
+SLOW_MODULES = (
+    "tests/functional/",
+    "tests/test_admin_cull_server.py",
+    "tests/test_bench.py",
+    "tests/test_bench_tags.py",
+    "tests/test_idempotency_server.py",
+    "tests/test_makefile.py",
+    "tests/test_router_corpus.py",
+    "tests/test_sdist.py",
+)
+SERVER_BACKENDS = {"postgresql", "mariadb"}
+SERVER_FIXTURES = {"postgresql_url", "mariadb_url"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``slow`` what SLOW_MODULES and SERVER_BACKENDS name (``pytest -m 'not slow'`` leaves it out)."""
+    for item in items:
+        where = os.path.relpath(str(item.path), REPO_ROOT)
+        params = getattr(item, "callspec", None)
+        on_server = params is not None and SERVER_BACKENDS & {str(v) for v in params.params.values()}
+        if where.startswith(SLOW_MODULES) or on_server or SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def serve_paste(tmp_path):
     """Start real gunicorn servers for paste configs; stop them after the test.

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from tenancy_mw.json_body import BodyError, read_json_body
+from tenancy_mw.json_body import MAX_DEPTH, BodyError, read_json_body
 
 
 def environ(body: bytes, length: str | None = "auto", terminated: bool = False) -> dict:
@@ -45,3 +45,16 @@ def test_the_failures():
     assert failure(environ(b"{nope")) == (400, "bad-json")
     assert failure(environ(b"\xff\xfe")) == (400, "bad-json")
     assert failure(environ(b"[" * 5000 + b"]" * 5000), limit=20000) == (400, "bad-json")
+
+
+@pytest.mark.parametrize("opening", [b"[", b'{"a":'])
+def test_nesting_is_bounded_the_same_on_every_python(opening):
+    """MAX_DEPTH levels are read; one more is 400 whether or not this Python's parser could go deeper."""
+    closing = b"]" if opening == b"[" else b"}"
+    deepest = opening * MAX_DEPTH + b"1" + closing * MAX_DEPTH
+    assert read_json_body(environ(deepest), 10000, "{}") is not None
+    too_deep = opening * (MAX_DEPTH + 1) + b"1" + closing * (MAX_DEPTH + 1)
+    assert failure(environ(too_deep), limit=10000) == (400, "bad-json")
+    assert failure(environ(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)), limit=10000) == (400, "bad-json")
+    # Many brackets side by side are not nesting.
+    assert read_json_body(environ(b"[" + b",".join([b"[]"] * 500) + b"]"), 10000, "{}") == [[]] * 500

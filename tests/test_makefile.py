@@ -67,3 +67,11 @@ def test_clean_removes_what_the_demo_wrote():
     assert "examples/state" in dry
     assert "doc/build" in dry
     assert "releasenotes/build" in dry
+
+
+def test_python_named_by_version_is_found_where_pyenv_put_it():
+    """`make test PYTHON=python3.12` uses an installed 3.12 even when the name on PATH is a shim that refuses."""
+    require(_python("3.12") is not None, "python3.12")
+    dry = _make("-n", "venv", "VENV=/nonexistent/venv", "PYTHON=python3.12", cwd=REPO)
+    assert "does not run" not in dry.split("||")[0]
+    assert 'test -n "cpython-312"' in dry

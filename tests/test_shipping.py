@@ -167,9 +167,41 @@ def test_one_version_one_license_typed():
     assert "py.typed" in SETUP_CFG["options.package_data"]["tenancy_mw"]
 
 
-def test_classifiers_match_python_requires():
-    python_requires = SETUP_CFG["options"]["python_requires"]
-    assert python_requires == ">=3.10"
+def _tested_pythons() -> list[str]:
+    """The Python versions ``make test`` runs the suite on (Makefile ``TESTED_PYTHONS``)."""
+    (tested,) = re.findall(r"(?m)^TESTED_PYTHONS := (.+)$", (REPO / "Makefile").read_text())
+    return tested.split()
+
+
+def test_classifiers_and_python_requires_name_the_tested_pythons():
+    """setup.cfg, mypy and the docs claim exactly the Pythons make test runs the suite on."""
+    tested = _tested_pythons()
+    assert tested == sorted(set(tested), key=lambda v: tuple(map(int, v.split(".")))), tested
+    assert "%d.%d" % sys.version_info[:2] in tested, "this Python is not in TESTED_PYTHONS %s" % tested
     listed = re.findall(r"Programming Language :: Python :: (3\.\d+)", SETUP_CFG["metadata"]["classifiers"])
-    assert listed == ["3.10", "3.11", "3.12", "3.13"]
-    assert "%d.%d" % sys.version_info[:2] in listed
+    assert listed == tested, "setup.cfg classifiers %s, but make test runs the suite on %s" % (listed, tested)
+    assert SETUP_CFG["options"]["python_requires"] == ">=%s" % tested[0]
+    assert re.search(r'(?m)^python_version = "%s"$' % re.escape(tested[0]), (REPO / "pyproject.toml").read_text()), (
+        "mypy's python_version (pyproject.toml) is not the oldest tested Python"
+    )
+    claim = "Python %s to %s" % (tested[0], tested[-1])
+    for doc in ("README.rst", "doc/contributing.rst"):
+        assert claim in " ".join((REPO / doc).read_text().split()), "%s does not say %r" % (doc, claim)
+
+
+def test_make_test_runs_the_suite_on_every_other_tested_python():
+    """`make test` goes on to the suite on each tested Python besides its own (a dry run shows the commands)."""
+    result = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-C", str(REPO), "test-pythons", "VENV=/nonexistent/venv"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "test-pythons" in (REPO / "Makefile").read_text().split("\ntest:")[1].split("\n\n")[0]
+    for version in _tested_pythons():
+        command = "/nonexistent/venv-py%s/bin/python -m pytest -m 'not slow'" % version
+        if version == "%d.%d" % sys.version_info[:2]:
+            assert command not in result.stdout
+        else:
+            assert command in result.stdout, (version, result.stdout[-2000:])

@@ -131,6 +131,7 @@ def test_an_id_too_long_for_the_table_is_not_found_even_if_the_service_says_yes(
     status, code, _ = error_of(request(api, "PUT", "/%s/tags/a" % ("x" * 256)))
     assert (status, code) == (404, "tenancy.tags.resource-not-found")
     assert request(api, "PUT", "/%s/tags/a" % ("x" * 255))[0] == 201
+    store.close()
 
 
 def test_methods_and_paths(api):

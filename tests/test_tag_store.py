@@ -158,6 +158,9 @@ def test_store_of_an_engine_and_its_own_tables():
     assert store.tags_of("x") == ["y"]
     with pytest.raises(ValueError, match="max_tags"):
         TagStore(engine, max_tags=0)
+    store.close()  # the service's engine: left open
+    assert store.tags_of("x") == ["y"]
+    engine.dispose()
     with pytest.raises(ValueError, match="resource id"):
         store.add_tag("", "y")
 

@@ -41,11 +41,23 @@ def registry_url(tmp_path, migrated_template):
     return "sqlite:///%s" % path
 
 
+#: Filters build() made in the running test, closed when it ends (_close_built).
+BUILT: list[TenantAdmin] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_built():
+    yield
+    while BUILT:
+        BUILT.pop().close()
+
+
 def build(registry_url, service=None, **options):
     service = service if service is not None else WidgetService()
     conf = {"connection": registry_url, "move_provider": PROVIDER}
     conf.update({k: str(v) for k, v in options.items()})
     admin = TenantAdmin(service, conf)
+    BUILT.append(admin)
     return webtest.TestApp(TenantPath(admin, {})), admin, service
 
 
@@ -435,7 +447,9 @@ def test_large_tenant_move_document_carries_a_tag_not_a_list(registry_url):
 
 def test_without_a_provider_move_urls_go_to_the_service(registry_url):
     service = WidgetService()
-    app = webtest.TestApp(TenantPath(TenantAdmin(service, {"connection": registry_url}), {}))
+    admin = TenantAdmin(service, {"connection": registry_url})
+    BUILT.append(admin)
+    app = webtest.TestApp(TenantPath(admin, {}))
     app.put_json("/v2.1/src", {}, status=201)
     app.post("/v2.1/src/widgets/w1/action/move?dest=x", status=404)
     assert service.calls == 1
@@ -499,6 +513,7 @@ def test_the_tenant_the_service_gets_is_the_one_checked(registry_url, pipeline):
     # tenant_path handed on (environ['tenancy.tenant_id']) is the one checked.
     service = WidgetService()
     admin = TenantAdmin(service, {"connection": registry_url})
+    BUILT.append(admin)
     if pipeline == "rewrite between":
         app, version = webtest.TestApp(TenantPath(_strip_version(admin), {})), "v2.1"
     else:

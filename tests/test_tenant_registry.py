@@ -111,8 +111,9 @@ def test_purge_respects_the_retention(registry, sql_url):
     later = datetime.now(timezone.utc).replace(microsecond=0, tzinfo=None) + timedelta(hours=2)
     # Pretend "recent" was deleted just now and "old" three hours ago.
     with registry.engine.begin() as conn:
-        conn.execute(sa.text("UPDATE tenancy_tenants SET deleted = :t WHERE id = 'old'"),
-                     {"t": later - timedelta(hours=3)})
+        # Typed, so SQLAlchemy stores it (sqlite3's own datetime adapter is deprecated since Python 3.12).
+        update = sa.text("UPDATE tenancy_tenants SET deleted = :t WHERE id = 'old'")
+        conn.execute(update.bindparams(sa.bindparam("t", type_=sa.DateTime())), {"t": later - timedelta(hours=3)})
     report = registry.purge(timedelta(hours=2, minutes=30), now=later)
     assert report.tenants == ["old"]
     assert report.moves == 1

@@ -39,6 +39,7 @@ Example::
     >>> claim = store.claim("k", b"lease", 60)
     >>> claim.claimed, store.claim("k", b"again", 60).value
     (True, b'lease')
+    >>> store.close()
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 
 import pytest
 
@@ -51,7 +52,7 @@ def test_a_retried_create_makes_one_server_and_replays_the_first_answer(demo, de
         assert retry.headers["x-openstack-request-id"] != first.headers["x-openstack-request-id"]
     assert stored_rows(demo_db) == [("acme", "web1")]
     # The store is the demo's own SQLite file, shared by both workers.
-    with sqlite3.connect(demo_db) as conn:
+    with closing(sqlite3.connect(demo_db)) as conn:  # a with block alone does not close it
         assert conn.execute("SELECT COUNT(*) FROM tenancy_mw_idempotency").fetchone() == (1,)
 
 

@@ -104,10 +104,13 @@ def test_the_printed_commands_work_and_ctrl_c_stops_everything(runner):
 
     def request(p, method, target, body=None, headers=None):
         conn = http.client.HTTPConnection("127.0.0.1", p, timeout=10)
-        headers = dict(headers or {}, **({"Content-Type": "application/json"} if body else {}))
-        conn.request(method, target, body=body, headers=headers)
-        response = conn.getresponse()
-        return response.status, response.read()
+        try:  # closed on a timeout too, not left to the garbage collector
+            headers = dict(headers or {}, **({"Content-Type": "application/json"} if body else {}))
+            conn.request(method, target, body=body, headers=headers)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
 
     assert request(port, "GET", "/v2.1/nobody/servers")[0] == 404
     assert request(admin_port, "PUT", "/v2.1/acme", b'{"tier": "gold"}')[0] == 201

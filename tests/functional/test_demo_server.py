@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from urllib.parse import urlsplit
 
 import pytest
@@ -29,7 +30,7 @@ SPEC_TENANT_IDS = [
 
 def stored_rows(db_path) -> list[tuple[str, str]]:
     """(tenant_id, name) of every server in the demo's SQLite file, read directly."""
-    with sqlite3.connect(db_path) as conn:
+    with closing(sqlite3.connect(db_path)) as conn:  # a with block alone does not close it
         return sorted(conn.execute("SELECT tenant_id, name FROM servers").fetchall())
 
 

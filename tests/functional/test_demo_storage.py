@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from contextlib import closing
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -76,7 +77,7 @@ def test_tenant_ids_compare_exactly(store, owner, other):
     ("tenant_id", "name"),
     [
         ("∑∞∆∏", "∑∞∆∏ server"),
-        ("Bob's Tenant", "Bob's \"quoted\" server"),
+        ("Bob's Tenant", 'Bob\'s "quoted" server'),
         ("resel1:sub2:acct3", "colons: a:b:c"),
         ("resel1\\sub2\\acct3", "back\\slash"),
         ("emoji-😀", "😀 four-byte UTF-8"),
@@ -155,7 +156,7 @@ def test_sqlite_file_uses_wal_and_gets_its_folder(tmp_path):
             assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 5000
     finally:
         store.close()
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn:  # a with block alone does not close it
         assert conn.execute("SELECT tenant_id, name FROM servers").fetchall() == [("acme", "web1")]
 
 
