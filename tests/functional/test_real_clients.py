@@ -166,6 +166,21 @@ def test_sdk_bad_tag_on_create_is_400_and_creates_nothing(endpoints):
     assert list(conn.compute.servers(details=False)) == []
 
 
+def test_tags_on_create_from_2_52_only(endpoints):
+    """Plain HTTP: tags in a create are nova's 2.52; below it the key is ignored, as any the demo does not know."""
+    public, tenant = endpoints["public"], new_tenant(endpoints)
+    body = json.dumps({"server": {"name": "old", "tags": ["red"]}}).encode()
+    for version, expected in (("2.51", []), ("2.52", ["red"])):
+        headers = dict(HEADERS_JSON, **{"OpenStack-API-Version": "compute " + version})
+        created = public.request("POST", "/v2.1/%s/servers" % tenant, headers, body)
+        assert created.status == 201, created.body
+        server_id = created.json()["server"]["id"]
+        shown = public.request(
+            "GET", "/v2.1/%s/servers/%s" % (tenant, server_id), {"OpenStack-API-Version": "compute 2.53"}
+        )
+        assert shown.json()["server"]["tags"] == expected, version
+
+
 def test_sdk_retry_with_the_same_client_token_gets_the_same_server(endpoints):
     # openstacksdk's create_server has no client-token argument: the retry
     # goes through the SDK's own session (its compute proxy, a keystoneauth
