@@ -17,6 +17,19 @@ from tests.support.servers import GunicornServer
 PIPELINES = (("public", "main"), ("admin", "admin"))
 
 
+def _wait_until_serving(server: GunicornServer, attempts: int = 6) -> None:
+    """Wait until the pipeline answers (gunicorn listens before its workers have loaded the app)."""
+    for attempt in range(attempts):
+        try:
+            response = server.request("GET", "/")
+        except OSError:
+            if attempt == attempts - 1:
+                raise
+            continue
+        assert response.status == 200, (response.status, response.body)
+        return
+
+
 @contextlib.contextmanager
 def serve_demo(state_dir, workers: int = 2) -> Iterator[dict[str, GunicornServer]]:
     """Start both pipelines (``{"public": server, "admin": server}``); stop them on exit."""
@@ -32,6 +45,7 @@ def serve_demo(state_dir, workers: int = 2) -> Iterator[dict[str, GunicornServer
             )
             servers[role] = server
             server.start()
+            _wait_until_serving(server)
         yield servers
     finally:
         for server in servers.values():
