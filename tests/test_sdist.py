@@ -123,6 +123,10 @@ def test_the_sdist_passes_its_tests_in_a_fresh_virtualenv(dist, tmp_path):
         *SDIST_TEST_REQUIREMENTS,
         env=environ,
     )
-    result = _run(python, "-m", "pytest", "-q", *SDIST_TESTS, cwd=tree, env=environ)
+    # The demo walkthrough's doctest starts the demo's servers and drives them with
+    # openstacksdk: it runs in the full suite, not here.
+    result = _run(
+        python, "-m", "pytest", "-q", "--ignore=doc/demo-walkthrough.rst", *SDIST_TESTS, cwd=tree, env=environ
+    )
     assert " passed" in result.stdout, result.stdout[-2000:]
     assert " failed" not in result.stdout, result.stdout[-2000:]

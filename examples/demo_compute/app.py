@@ -71,7 +71,7 @@ from demo_compute import API_VERSION, cells_api, config, microversions
 from demo_compute.cells import DemoCells
 from demo_compute.router import METHODS, MethodNotAllowed, NoRoute, Router
 from demo_compute.storage import InvalidName, ServerStore, validate_name
-from demo_compute.tags import NoTagQuery, ServerTags
+from demo_compute.tags import BadCreateTags, NoTagQuery, ServerTags
 from tenancy_mw.cell_ids import parse_cells
 from tenancy_mw.errors import render_error
 from tenancy_mw.json_body import BodyError, read_json_body
@@ -289,12 +289,20 @@ class DemoCompute:
     # Servers ---------------------------------------------------------------
 
     def _server_create(self, req: Request, tenant_id: str, base: str) -> Response:
-        name = self._name_from_body(req)
+        body = self._server_from_body(req)
+        name = self._name(body)
+        try:
+            tags = self.tags.tags_to_create(req.environ, body)
+        except BadCreateTags as exc:
+            raise _Fail(400, "demo.invalid-tags", exc.detail) from None
         try:
             server = self.store.create_server(tenant_id, name)
         except (InvalidName, InvalidTenantId) as exc:
             raise _Fail(400, "demo.invalid-input", exc.detail) from None
+        if tags:
+            self.tags.store.replace_tags(server["id"], tags)
         view = self._view(server, base)
+        self.tags.add_to_views(req.environ, [view])
         return _json_response({"server": view}, 201, {"Location": view["links"][0]["href"]})
 
     def _server_list(self, req: Request, tenant_id: str, base: str) -> Response:
@@ -341,7 +349,7 @@ class DemoCompute:
         return _Fail(404, "demo.server-not-found", "This tenant has no server %r." % shorten(server_id))
 
     @staticmethod
-    def _name_from_body(req: Request) -> str:
+    def _server_from_body(req: Request) -> dict:
         try:
             document = read_json_body(req.environ, MAX_BODY_BYTES, _CREATE_EXAMPLE)
         except BodyError as exc:
@@ -354,6 +362,10 @@ class DemoCompute:
                 "The request body %s is not of the form %s."
                 % (shorten(json.dumps(document, ensure_ascii=False)), _CREATE_EXAMPLE),
             )
+        return server
+
+    @staticmethod
+    def _name(server: dict) -> str:
         if "name" not in server:
             raise _Fail(
                 400,

@@ -6,6 +6,9 @@
   another tenant is ``404``, as an unknown one.
 - ``tags`` in ``GET /servers/{id}`` and in every server of ``GET /servers``,
   read for a whole page in one query (:meth:`TagStore.tags_of_many`).
+- ``POST /servers`` takes ``tags`` in the server, from microversion 2.52
+  (nova's tags on create, which openstacksdk's ``create_server(tags=...)``
+  sends): checked before the server is made, so a bad tag creates nothing.
 - ``GET /servers`` honours ``tags``, ``tags-any``, ``not-tags`` and
   ``not-tags-any``: the ``tag_query`` filter of ``api-paste.ini`` parses them
   into ``environ['tenancy.tag_query']`` and the list query gets its SQL
@@ -30,18 +33,28 @@ from demo_compute.storage import ServerStore
 from tenancy_mw.tag_api import TagAPI
 from tenancy_mw.tag_query import TAG_QUERY_KEY
 from tenancy_mw.tag_store import TagStore
-from tenancy_mw.tags import InvalidTagQuery, TagQuery, parse_tag_query
+from tenancy_mw.tags import InvalidTag, InvalidTagQuery, TagQuery, parse_tag_query, validate_tag
 from tenancy_mw.tenant_path import TENANT_ID_KEY
 
-__all__ = ["TAGS_MICROVERSION", "NoTagQuery", "ServerTags"]
+__all__ = ["CREATE_TAGS_MICROVERSION", "TAGS_MICROVERSION", "BadCreateTags", "NoTagQuery", "ServerTags"]
 
 #: The first microversion with tags (nova's 2.26).
 TAGS_MICROVERSION = microversion_parse.Version(2, 26)
+#: The first microversion where a server is created with its tags (nova's 2.52).
+CREATE_TAGS_MICROVERSION = microversion_parse.Version(2, 52)
 _MICROVERSION_KEY = "demo_compute.microversion"
 
 
 class NoTagQuery(Exception):
     """A list request with tag parameters but no ``tag_query`` filter in the pipeline to parse them."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class BadCreateTags(Exception):
+    """The ``tags`` of a server to create are not a list of valid, distinct tags within the limit."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
@@ -71,6 +84,28 @@ class ServerTags:
         if not self.enabled(req.environ):
             return None
         return req.get_response(functools.partial(self.api.respond, resource_id=server_id, tag=tag))
+
+    def tags_to_create(self, environ: dict, server: dict) -> list[str]:
+        """The tags a create request gives its server (``[]`` for none); :class:`BadCreateTags` if wrong.
+
+        Below 2.52 a ``tags`` key is ignored, as any key the demo does not know.
+        """
+        version = environ.get(_MICROVERSION_KEY)
+        if version is None or version < CREATE_TAGS_MICROVERSION or "tags" not in server:
+            return []
+        tags = server["tags"]
+        if not isinstance(tags, list):
+            raise BadCreateTags('"tags" is %r, not a list of strings.' % (tags,))
+        for index, tag in enumerate(tags):
+            try:
+                validate_tag(tag, "at server.tags[%d]" % index)
+            except InvalidTag as exc:
+                raise BadCreateTags(exc.detail) from None
+        if len(set(tags)) != len(tags):
+            raise BadCreateTags('"tags" %r lists a tag twice; list each tag once.' % (tags,))
+        if len(tags) > self.store.max_tags:
+            raise BadCreateTags("%d tags given; a server has at most %d." % (len(tags), self.store.max_tags))
+        return tags
 
     def list_query(self, environ: dict) -> TagQuery | None:
         """The tag query a server list must honour, or ``None`` (no tag filter)."""
