@@ -20,7 +20,9 @@ DEMO_HOST ?= 127.0.0.1
 DEMO_PORT ?= 8774
 DEMO_ADMIN_PORT ?= 8775
 # Programs the test suite starts for real: "command:debian-package".
-TEST_PROGRAMS := memcached:memcached
+TEST_PROGRAMS := memcached:memcached wrk:wrk
+# The load run of `make bench` drives gunicorn with wrk (bench/load.py).
+BENCH_PROGRAMS := wrk:wrk
 
 .PHONY: demo test lint format bench bench-tags genconfig programs services clean venv
 
@@ -134,8 +136,11 @@ $(addprefix test-python,$(TESTED_PYTHONS)): test-python%:
 pytest-fast: $(STAMP)-test
 	$(BIN)/python -m pytest -m 'not slow' -q $(PYTEST_ARGS)
 
+# The in-process table, then the load run (gunicorn + wrk, a few minutes).
 bench: $(STAMP)-test
+	@$(MAKE) --no-print-directory programs TEST_PROGRAMS='$(BENCH_PROGRAMS)'
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/load.py $(BENCH_LOAD_ARGS)
 
 # Tag filtering in SQL at a million resources, on PostgreSQL and MariaDB
 # (bench/README.rst). Loads its data once (a few minutes), then reuses it.
