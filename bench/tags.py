@@ -304,6 +304,13 @@ def run_queries(backend: str, repeats: int, log) -> list[dict]:
                 row = {"backend": backend, "query": name, "query_string": query_string,
                        "rows": len(results["tenancy_mw"]),
                        "same_sql": len({str(c) for c in compiled.values()}) == 1}
+                if row["same_sql"]:
+                    # One statement sent twice per repeat: all the runs are
+                    # samples of it, so both columns show the pooled runs
+                    # (ratio 1 by construction) rather than noise read as a
+                    # difference between two identical statements.
+                    pooled = [t for values in times.values() for t in values]
+                    times = {label: pooled for label in times}
                 for label, values in times.items():
                     row[label] = (statistics.median(values), percentile(values, 0.95))
                 row["ratio"] = row["tenancy_mw"][0] / row["straightforward"][0]
@@ -320,7 +327,8 @@ def verdict(row: dict) -> str:
 
     "Not slower" allows :data:`NOISE` (two runs of one statement on a busy
     machine differ that much); where both formulations are the same SQL the
-    ratio is all noise and only the time goal counts.
+    ratio is all noise (its runs are pooled, :func:`run_queries`) and only
+    the time goal counts.
     """
     ours, plain = row["tenancy_mw"][0], row["straightforward"][0]
     fast_enough = row["backend"] != "postgresql" or ours < GOAL_MS
@@ -380,8 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     print("tenancy_mw tag bench: Python %s, %s; %s" % (platform.python_version(), platform.platform(),
                                                      params.fingerprint()))
     print("first page of %d ids ordered by id; median and p95 of %d runs; ratio = tenancy_mw / straightforward"
-          " (medians); same = both are the same SQL on this backend; goal: tenancy_mw median < %.0f ms on"
-          " PostgreSQL and not above straightforward (+%d%% noise)" % (PAGE, args.repeats, GOAL_MS, NOISE * 100))
+          " (medians); same = both are the same SQL on this backend (their runs pooled); goal: tenancy_mw median"
+          " < %.0f ms on PostgreSQL and not above straightforward (+%d%% noise)"
+          % (PAGE, args.repeats, GOAL_MS, NOISE * 100))
     print()
     print(table(rows))
     return 0
