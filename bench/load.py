@@ -40,6 +40,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_INI = REPO / "examples" / "api-paste.ini"
+DEMO_SETTINGS = REPO / "examples" / "tenancy_mw_demo.conf"
 #: The pipeline of the demo's public endpoint (127.0.0.1:8774).
 PUBLIC_PIPELINE = "pipeline:main"
 TENANT = "8f14e45fceea167a5a36dedd4bea2543"
@@ -168,15 +169,33 @@ def write_config(folder: Path, rows: list[Row], extra_sections: dict[str, dict[s
 
 
 def prepare_state(folder: Path) -> None:
-    """The ``state/`` folder the demo's sections point at: a migrated registry holding :data:`TENANT`."""
+    """The demo's settings file beside the copy, and the ``state/`` it points at.
+
+    The filters read their options from ``tenancy_mw_demo.conf`` (the paste
+    ``[DEFAULT]``'s ``oslo_config_file``, ``%(here)s`` resolving to *folder*);
+    its relative SQLite URLs are relative to the server's working folder,
+    *folder* here.  The registry gets its tables and :data:`TENANT`; an sql
+    idempotency store its table.
+    """
     from tenancy_mw import migrations
     from tenancy_mw.tenant_registry import TenantRegistry
 
     (folder / "state").mkdir()
-    config = demo_config()
-    # The registry URL of the demo's [DEFAULT], with %(here)s resolved to the copy's folder.
-    url = config.defaults()["registry_url"].replace("%(here)s", str(folder))
+    shutil.copyfile(DEMO_SETTINGS, folder / DEMO_SETTINGS.name)
+    # oslo.config files repeat a multi-valued option (id_resolver's resources).
+    settings = configparser.RawConfigParser(interpolation=None, strict=False)
+    settings.read(DEMO_SETTINGS, encoding="utf-8")
+
+    def in_folder(url: str) -> str:
+        prefix = "sqlite:///"
+        if url.startswith(prefix) and not url[len(prefix) :].startswith("/"):
+            return prefix + str(folder / url[len(prefix) :])
+        return url
+
+    url = in_folder(settings.get("tenant_admin", "connection"))
     migrations.upgrade(url, ["tenants"])
+    if settings.get("idempotency", "backend", fallback="memory") == "sql":
+        migrations.upgrade(in_folder(settings.get("idempotency", "connection")), ["idempotency"])
     registry = TenantRegistry(url)
     try:
         registry.put(TENANT, {"tier": "gold"})
