@@ -39,6 +39,18 @@ entity tags.  A moved resource's old path answers ``301`` with
 new place).  With ``If-Match``, any change since the ``GET`` (the
 resource moved, deleted, changed, a tenant changed) is ``412``.
 
+Version discovery on the admin endpoint: ``version_discovery``
+    ``/{v}/{t}`` is also the URL a compute client is given as its
+    endpoint, and python-novaclient (the ``nova`` command line too) GETs it
+    for the service's version document before anything else.  With
+    ``version_discovery = true``, ``GET /{v}/{t}`` answers ``200`` with the
+    tenant's representation plus a ``version`` member: what the service
+    itself answers, under that name, to ``GET /{v}`` (the filter asks it,
+    once per such GET).  ``ETag`` and the metadata headers stay the
+    tenant's; ``HEAD`` is unchanged; a ``PUT`` whose representation holds
+    ``version`` is ``400``; when the service has no such document the
+    tenant is shown without it (logged).
+
 The tenant-state check
     Every other request under ``/{v}/{t}/...`` passes to the service only
     while the tenant is active: an unknown (or purged) tenant is answered
@@ -107,6 +119,7 @@ From Python::
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import re
@@ -201,6 +214,15 @@ OPTS = [
         max=1048576,
         help="Largest tenant representation a PUT may send, in bytes (413 beyond).",
     ),
+    cfg.BoolOpt(
+        "version_discovery",
+        default=False,
+        help="On the admin API, GET of a tenant also carries the service's version document: the member "
+        "'version' of what the service answers at /{version} (the tenant segment dropped) is added to the "
+        "representation (200). For clients that discover versions by GETting their endpoint, "
+        "/{version}/{tenant} (python-novaclient and its nova command line). A PUT may then not use "
+        "the member 'version'.",
+    ),
     cfg.StrOpt(
         "move_provider",
         help="The service's move interface, as package.module:Name: a callable taking the wrapped WSGI app "
@@ -216,8 +238,7 @@ OPTS = [
     cfg.BoolOpt(
         "redirect_moved",
         default=True,
-        help="Answer 301, Location at the new place, when the service answers 404 under a moved resource's "
-        "old path.",
+        help="Answer 301, Location at the new place, when the service answers 404 under a moved resource's old path.",
     ),
     cfg.ListOpt(
         "tenantless_collections",
@@ -233,6 +254,9 @@ OPTS = [
         "Keep it equal to tenant_path's.",
     ),
 ]
+
+#: The member of the service's version document that ``version_discovery`` adds to a tenant's GET.
+DISCOVERY_MEMBER = "version"
 
 _JSON_TYPES = re.compile(r"\s*application/(?:[\w.+-]+\+)?json\s*(?:;.*)?", re.IGNORECASE)
 _ETAG_LIST = re.compile(r'\s*(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"\s*(?:,\s*(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"\s*)*')
@@ -355,6 +379,7 @@ class TenantAdmin(TenancyMiddleware):
         # The cache's dict, read directly on the hot path.
         self._entries = self.cache._entries
         self.representations = options.representations
+        self.version_discovery = options.version_discovery
         self.updatable = options.updatable
         self.max_body = options.max_body_bytes
         self.list_limit = options.move_list_limit
@@ -414,9 +439,13 @@ class TenantAdmin(TenancyMiddleware):
             # call is answered on a path whose tenant the two filters disagree on.
             if not self._warned_disagreement:
                 self._warned_disagreement = True
-                LOG.warning("tenant_admin: tenant_path found tenant %r in %r, where this filter finds %s; keep "
-                            "their version_pattern equal and rewrite no path between them", shorten(found),
-                            shorten(str(canonical)), "none" if index < 0 else repr(canonical.segments[index]))
+                LOG.warning(
+                    "tenant_admin: tenant_path found tenant %r in %r, where this filter finds %s; keep "
+                    "their version_pattern equal and rewrite no path between them",
+                    shorten(found),
+                    shorten(str(canonical)),
+                    "none" if index < 0 else repr(canonical.segments[index]),
+                )
             if found in self.tenantless:
                 return self.application(environ, start_response)
             return self._serve_tenant(environ, start_response, found)
@@ -429,7 +458,7 @@ class TenantAdmin(TenancyMiddleware):
             validate_tenant_id(tenant_id)
         except InvalidTenantId as exc:
             return self.error(environ, start_response, 400, "tenancy.invalid-tenant-id." + exc.rule, exc.detail)
-        rest = canonical.segments[index + 1:]
+        rest = canonical.segments[index + 1 :]
         try:
             if self.admin_api:
                 if not rest:
@@ -450,7 +479,10 @@ class TenantAdmin(TenancyMiddleware):
             # A bug, or the move provider failing: logged with its traceback, shown as none.
             LOG.exception("tenant_admin failed on %s %s", environ.get("REQUEST_METHOD"), str(canonical))
             return self.error(
-                environ, start_response, 500, "tenancy.admin-failed",
+                environ,
+                start_response,
+                500,
+                "tenancy.admin-failed",
                 "The tenant admin call failed; the service log tells why.",
             )
         if self.redirect_moved and rest:
@@ -467,18 +499,28 @@ class TenantAdmin(TenancyMiddleware):
     def _state_error(self, environ: dict, start_response: Callable, tenant_id: str, state: str):
         if state == DELETED:
             return self.error(
-                environ, start_response, 410, "tenancy.tenant-deleted",
+                environ,
+                start_response,
+                410,
+                "tenancy.tenant-deleted",
                 "Tenant %r is deleted; nothing under it can be used." % shorten(tenant_id),
             )
         return self.error(
-            environ, start_response, 404, "tenancy.tenant-not-found",
+            environ,
+            start_response,
+            404,
+            "tenancy.tenant-not-found",
             "Tenant %r does not exist." % shorten(tenant_id),
         )
 
     def _registry_down(self, environ: dict, start_response: Callable):
         return self.error(
-            environ, start_response, 503, "tenancy.registry-unavailable",
-            "The tenant registry cannot be reached; try again later.", headers=(("Retry-After", "5"),),
+            environ,
+            start_response,
+            503,
+            "tenancy.registry-unavailable",
+            "The tenant registry cannot be reached; try again later.",
+            headers=(("Retry-After", "5"),),
         )
 
     def _render(self, environ: dict, start_response: Callable, answer: _Answer):
@@ -525,8 +567,8 @@ class TenantAdmin(TenancyMiddleware):
         index = tenant_segment_index(canonical, self.version_re, canonical.prefix_length)
         if index < 0 or canonical.segments[index] != tenant_id:
             return None
-        path = canonical.segments[index + 1:]
-        if suffix and path[-len(suffix):] == suffix:
+        path = canonical.segments[index + 1 :]
+        if suffix and path[-len(suffix) :] == suffix:
             path = path[: -len(suffix)]
         try:
             found = self.registry.find_move(tenant_id, path)
@@ -550,11 +592,14 @@ class TenantAdmin(TenancyMiddleware):
                 raise self._not_found(tenant_id)
             if tenant.state == DELETED:
                 raise _Answer(
-                    410, "tenancy.tenant-deleted",
+                    410,
+                    "tenancy.tenant-deleted",
                     "Tenant %r is deleted; POST .../action/restore brings it back until it is purged."
                     % shorten(tenant_id),
                     headers=self._metadata(tenant),
                 )
+            if self.version_discovery and method == "GET":
+                return self._show_with_version(environ, start_response, tenant, canonical, index)
             return self._show(environ, start_response, tenant, 200)
         if method == "PUT":
             return self._put(environ, start_response, tenant_id, canonical, index)
@@ -600,6 +645,64 @@ class TenantAdmin(TenancyMiddleware):
         start_response("%d %s" % (status, HTTPStatus(status).phrase), headers)
         return [body]
 
+    def _show_with_version(self, environ, start_response, tenant: Tenant, canonical, index: int):
+        """``GET`` of a tenant with ``version_discovery``: the representation plus the service's ``version``."""
+        document = dict(tenant.representation) if self.representations else {}
+        version = self._service_version(environ, canonical, index)
+        if version is not None:
+            # A representation stored before the option was on keeps its own member.
+            document.setdefault(DISCOVERY_MEMBER, version)
+        body = _json_bytes(document)
+        headers = list(self._metadata(tenant))
+        headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+        start_response("200 OK", headers)
+        return [body]
+
+    def _service_version(self, environ: dict, canonical, index: int) -> object | None:
+        """The ``version`` member of the service's answer to ``GET /{version}``, or ``None`` (logged)."""
+        # The tenant's URL without its last segment, below the same mount.
+        above = canonical.segments[canonical.prefix_length : index]
+        path = "".join("/" + segment for segment in above).encode("utf-8").decode("latin-1")
+        # A fresh GET: none of this request's body, query, conditions or
+        # tenancy_mw/webob caches (the canonical path, the tenant id).
+        sub = {
+            key: value
+            for key, value in environ.items()
+            if not key.startswith(("tenancy.", "webob.", "HTTP_IF_"))
+            and key not in ("RAW_URI", "REQUEST_URI", "CONTENT_TYPE", "CONTENT_LENGTH", "HTTP_TRANSFER_ENCODING")
+        }
+        sub.update(REQUEST_METHOD="GET", PATH_INFO=path, QUERY_STRING="", HTTP_ACCEPT="application/json")
+        sub["wsgi.input"] = io.BytesIO(b"")
+        answer: list[str] = []
+
+        def capture(status, headers, exc_info=None):
+            answer.append(status)
+            return lambda data: None
+
+        chunks = self.application(sub, capture)
+        try:
+            raw = b"".join(chunks)
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+        member = None
+        if answer and answer[0].startswith("200"):
+            try:
+                member = json.loads(raw).get(DISCOVERY_MEMBER)
+            except (ValueError, AttributeError):
+                member = None
+        if not isinstance(member, dict):
+            LOG.warning(
+                "tenant_admin: version_discovery: the service answers GET %s with %s, not a JSON object "
+                "holding a %r object; the tenant is shown without it",
+                shorten(path or "/"),
+                answer[0] if answer else "nothing",
+                DISCOVERY_MEMBER,
+            )
+            return None
+        return member
+
     @staticmethod
     def _metadata(tenant: Tenant) -> tuple:
         headers = [
@@ -619,16 +722,14 @@ class TenantAdmin(TenancyMiddleware):
             # Nothing of the body is kept: every tenant has the same, empty one.
             representation = {}
         try:
-            result = self._read(
-                lambda: self.registry.put(tenant_id, representation, updatable=self.updatable)
-            )
+            result = self._read(lambda: self.registry.put(tenant_id, representation, updatable=self.updatable))
         except TenantConflict as exc:
             raise _Answer(409, "tenancy.tenant-" + exc.reason, str(exc)) from None
         if not result.created and not self.representations:
             raise _Answer(
-                409, "tenancy.tenant-exists",
-                "Tenant %r already exists; this service keeps no tenant representation to update."
-                % shorten(tenant_id),
+                409,
+                "tenancy.tenant-exists",
+                "Tenant %r already exists; this service keeps no tenant representation to update." % shorten(tenant_id),
             )
         self.cache.remember(tenant_id, ACTIVE)
         if result.created:
@@ -644,7 +745,8 @@ class TenantAdmin(TenancyMiddleware):
         content_type = environ.get("CONTENT_TYPE", "")
         if content_type and not _JSON_TYPES.fullmatch(content_type):
             raise _Answer(
-                415, "tenancy.representation-not-json",
+                415,
+                "tenancy.representation-not-json",
                 "Content-Type %r is not JSON; send the tenant representation as application/json."
                 % shorten(content_type),
             )
@@ -657,15 +759,24 @@ class TenantAdmin(TenancyMiddleware):
         except (ValueError, RecursionError) as exc:
             # ValueError: bad JSON, bytes that are not UTF-8, a repeated key, NaN.
             raise _Answer(
-                400, "tenancy.representation-not-json",
+                400,
+                "tenancy.representation-not-json",
                 "The tenant representation %r is not valid JSON: %s."
                 % (shorten(raw.decode("utf-8", "replace")), shorten(str(exc) or type(exc).__name__)),
             ) from None
         if not isinstance(document, dict):
             raise _Answer(
-                400, "tenancy.representation-not-an-object",
+                400,
+                "tenancy.representation-not-an-object",
                 "The tenant representation must be a JSON object ({...}); got %s %s."
                 % (type(document).__name__, shorten(json.dumps(document))),
+            )
+        if self.version_discovery and DISCOVERY_MEMBER in document:
+            raise _Answer(
+                400,
+                "tenancy.representation-reserved-member",
+                "The tenant representation may not hold %r: with version_discovery, GET of the tenant carries "
+                "the service's version document under that name." % DISCOVERY_MEMBER,
             )
         try:
             canonical_json(document)
@@ -697,14 +808,16 @@ class TenantAdmin(TenancyMiddleware):
             raise self._too_large(len(raw))
         if length and len(raw) < int(length):
             raise _Answer(
-                400, "tenancy.unreadable-body",
+                400,
+                "tenancy.unreadable-body",
                 "The request body ended after %d of the %s bytes its Content-Length announced." % (len(raw), length),
             )
         return raw
 
     def _too_large(self, size: int) -> _Answer:
         return _Answer(
-            413, "tenancy.representation-too-large",
+            413,
+            "tenancy.representation-too-large",
             "The tenant representation is %s bytes; at most %d are allowed."
             % ("over %d" % self.max_body if size > self.max_body else size, self.max_body),
         )
@@ -720,23 +833,28 @@ class TenantAdmin(TenancyMiddleware):
         method = environ.get("REQUEST_METHOD", "GET")
         if method not in ("GET", "HEAD", "POST"):
             raise self._not_allowed(method, _MOVE_ALLOW)
-        path = canonical.segments[index + 1: -2]
+        path = canonical.segments[index + 1 : -2]
         dest = self._destination(environ, tenant_id)
         if_match = None
         if method == "POST" and "HTTP_IF_MATCH" in environ:
             if_match = parse_if_match(environ["HTTP_IF_MATCH"])
             if if_match is None:
                 raise _Answer(
-                    400, "tenancy.bad-if-match",
-                    "If-Match %r is not * or a list of quoted entity tags such as \"abc\"."
+                    400,
+                    "tenancy.bad-if-match",
+                    'If-Match %r is not * or a list of quoted entity tags such as "abc".'
                     % shorten(environ["HTTP_IF_MATCH"]),
                 )
         if method != "POST":
             destination = self._read(lambda: self.registry.get(dest))
             document = self._move_document(environ, tenant_id, source, dest, destination, path, None)
             body = _json_bytes(document)
-            headers = [("ETag", _etag(document)), ("Content-Type", "application/json"),
-                       ("Content-Length", str(len(body))), ("Cache-Control", "no-cache")]
+            headers = [
+                ("ETag", _etag(document)),
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(body))),
+                ("Cache-Control", "no-cache"),
+            ]
             start_response("200 OK", headers)
             return [b"" if method == "HEAD" else body]
         try:
@@ -747,7 +865,8 @@ class TenantAdmin(TenancyMiddleware):
                 etag = _etag(document)
                 if if_match is not None and "*" not in if_match and etag not in if_match:
                     raise _Answer(
-                        412, "tenancy.move-precondition-failed",
+                        412,
+                        "tenancy.move-precondition-failed",
                         "The state of the move changed since its ETag was read (now %s); GET the move "
                         "action again and check it." % etag,
                         headers=(("ETag", etag),),
@@ -766,8 +885,14 @@ class TenantAdmin(TenancyMiddleware):
         except sa.exc.SQLAlchemyError as exc:
             LOG.error("tenant_admin: move of %r to %r failed in the registry: %s", tenant_id, dest, error_summary(exc))
             raise _RegistryDown() from None
-        LOG.info("tenant_admin: moved %r of tenant %r to tenant %r (%d resource%s)", "/".join(path) or "*",
-                 tenant_id, dest, len(recorded), "" if len(recorded) == 1 else "s")
+        LOG.info(
+            "tenant_admin: moved %r of tenant %r to tenant %r (%d resource%s)",
+            "/".join(path) or "*",
+            tenant_id,
+            dest,
+            len(recorded),
+            "" if len(recorded) == 1 else "s",
+        )
         return _redirect(environ, start_response, 303, location)
 
     def _destination(self, environ: dict, tenant_id: str) -> str:
@@ -780,12 +905,14 @@ class TenantAdmin(TenancyMiddleware):
         dests = [value for name, value in pairs if name == "dest"]
         if not dests:
             raise _Answer(
-                400, "tenancy.move-missing-dest",
+                400,
+                "tenancy.move-missing-dest",
                 "A move needs the destination tenant: ?dest=TENANT_ID (the query was %r)." % shorten(query),
             )
         if len(dests) > 1:
             raise _Answer(
-                400, "tenancy.move-repeated-dest",
+                400,
+                "tenancy.move-repeated-dest",
                 "dest is given %d times (%s); give one destination tenant."
                 % (len(dests), ", ".join(repr(shorten(d, 40)) for d in dests[:5])),
             )
@@ -796,7 +923,8 @@ class TenantAdmin(TenancyMiddleware):
             raise _Answer(400, "tenancy.move-invalid-dest." + exc.rule, "dest: " + exc.detail) from None
         if dest == tenant_id:
             raise _Answer(
-                400, "tenancy.move-same-tenant",
+                400,
+                "tenancy.move-same-tenant",
                 "dest %r is the tenant the resources are in already; name another tenant." % shorten(dest),
             )
         return dest
@@ -814,12 +942,14 @@ class TenantAdmin(TenancyMiddleware):
         self._check_source(tenant_id, source)
         if destination is None:
             raise _Answer(
-                404, "tenancy.move-destination-not-found",
+                404,
+                "tenancy.move-destination-not-found",
                 "The destination tenant %r does not exist; create it first." % shorten(dest),
             )
         if destination.state == DELETED:
             raise _Answer(
-                409, "tenancy.move-destination-deleted",
+                409,
+                "tenancy.move-destination-deleted",
                 "The destination tenant %r is deleted; restore it first." % shorten(dest),
             )
         document = {"source": source.summary(), "destination": destination.summary()}
@@ -837,27 +967,33 @@ class TenantAdmin(TenancyMiddleware):
             if state is None or state.deleted:
                 if precondition:
                     raise _Answer(
-                        412, "tenancy.move-precondition-failed",
+                        412,
+                        "tenancy.move-precondition-failed",
                         "Resource %r of tenant %r is no longer there as it was when its ETag was read."
                         % (shorten("/".join(path)), shorten(tenant_id)),
                     )
                 if state is not None:
                     raise _Answer(
-                        410, "tenancy.move-resource-deleted",
+                        410,
+                        "tenancy.move-resource-deleted",
                         "Resource %r of tenant %r is deleted." % (shorten("/".join(path)), shorten(tenant_id)),
                     )
                 location = self._moved_location(environ, tenant_id, ("action", "move"))
                 if location:
                     raise _Answer(301, location=location)
                 raise _Answer(
-                    404, "tenancy.move-resource-not-found",
+                    404,
+                    "tenancy.move-resource-not-found",
                     "Tenant %r has no resource %r to move." % (shorten(tenant_id), shorten("/".join(path))),
                 )
             document["resource"] = state.document()
         else:
             resources = self.provider.tenant_resources(tenant_id, self.list_limit)  # type: ignore[union-attr]  # only with a provider
-            listed = resources.resources if resources.resources is not None and (
-                len(resources.resources) <= self.list_limit) else None
+            listed = (
+                resources.resources
+                if resources.resources is not None and (len(resources.resources) <= self.list_limit)
+                else None
+            )
             document["resources"] = {
                 "count": resources.count,
                 "tag": resources.tag,
@@ -880,14 +1016,16 @@ class TenantAdmin(TenancyMiddleware):
     @staticmethod
     def _not_found(tenant_id: str) -> _Answer:
         return _Answer(
-            404, "tenancy.tenant-not-found",
+            404,
+            "tenancy.tenant-not-found",
             "Tenant %r does not exist (it was never created, or it was purged)." % shorten(tenant_id),
         )
 
     @staticmethod
     def _not_allowed(method: str, allow: str) -> _Answer:
         return _Answer(
-            405, "tenancy.method-not-allowed",
+            405,
+            "tenancy.method-not-allowed",
             "Method %r is not allowed here; allowed: %s." % (shorten(method), allow),
             headers=(("Allow", allow),),
         )
@@ -934,4 +1072,3 @@ def set_defaults(**defaults: Any) -> None:
         >>> set_defaults(cache_ttl=5.0)
     """
     TenantAdmin.set_defaults(**defaults)
-

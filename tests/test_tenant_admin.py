@@ -180,10 +180,12 @@ BAD_BODIES = [
 ]
 
 
-@pytest.mark.parametrize(("what", "body", "content_type", "status", "code"), BAD_BODIES,
-                         ids=[case[0] for case in BAD_BODIES])
-def test_bad_bodies_are_4xx_and_leave_the_registry_unchanged(admin, registry_url, what, body, content_type, status,
-                                                              code):
+@pytest.mark.parametrize(
+    ("what", "body", "content_type", "status", "code"), BAD_BODIES, ids=[case[0] for case in BAD_BODIES]
+)
+def test_bad_bodies_are_4xx_and_leave_the_registry_unchanged(
+    admin, registry_url, what, body, content_type, status, code
+):
     admin.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
     before = registry_rows(registry_url)
     for tenant in ("acme", "newcomer"):
@@ -193,20 +195,24 @@ def test_bad_bodies_are_4xx_and_leave_the_registry_unchanged(admin, registry_url
 
 
 def test_bad_body_errors_name_the_value(admin):
-    detail = admin.put("/v2.1/acme", b"[1, 2]", headers={"Content-Type": "application/json"},
-                       status=400).json["errors"][0]["detail"]
+    detail = admin.put("/v2.1/acme", b"[1, 2]", headers={"Content-Type": "application/json"}, status=400).json[
+        "errors"
+    ][0]["detail"]
     assert "[1, 2]" in detail
     assert "JSON object" in detail
-    detail = admin.put("/v2.1/acme", b"{bad", headers={"Content-Type": "application/json"},
-                       status=400).json["errors"][0]["detail"]
+    detail = admin.put("/v2.1/acme", b"{bad", headers={"Content-Type": "application/json"}, status=400).json["errors"][
+        0
+    ]["detail"]
     assert "{bad" in detail
 
 
 def test_invalid_tenant_ids_are_400(admin, registry_url):
     # (Encoded slashes need the raw target of a real server: see the functional tests.)
-    for target, code in (("/v2.1/" + "a" * 256, "tenancy.invalid-tenant-id.too-long"),
-                         ("/v2.1/a%252Fb", "tenancy.bad-path.double-encoding"),
-                         ("/v2.1/a%01b", "tenancy.bad-path.control-character")):
+    for target, code in (
+        ("/v2.1/" + "a" * 256, "tenancy.invalid-tenant-id.too-long"),
+        ("/v2.1/a%252Fb", "tenancy.bad-path.double-encoding"),
+        ("/v2.1/a%01b", "tenancy.bad-path.control-character"),
+    ):
         assert error_code(admin.put_json(target, {}, status=400)) == code
     assert registry_rows(registry_url) == ([], 0)
 
@@ -335,8 +341,9 @@ def test_move_a_resource_then_301s(two_tenants, registry_url):
     assert document["resource"]["path"] == "widgets/w1"
     assert document["source"]["id"] == "src"
     assert document["destination"]["id"] == "dst"
-    moved = admin.post("/v2.1/src/widgets/w1/action/move?dest=dst", headers={"If-Match": action.headers["ETag"]},
-                       status=303)
+    moved = admin.post(
+        "/v2.1/src/widgets/w1/action/move?dest=dst", headers={"If-Match": action.headers["ETag"]}, status=303
+    )
     assert moved.headers["Location"] == "http://localhost:80/v2.1/dst/widgets/w1"
     admin.get("/v2.1/dst/widgets/w1", status=200)
     old = admin.get("/v2.1/src/widgets/w1?x=1", status=301)
@@ -373,12 +380,18 @@ def test_move_errors(two_tenants, registry_url):
         for method in ("GET", "POST"):
             response = admin.request(base + query, method=method, status=status)
             assert error_code(response) == code, (query, method)
-    assert error_code(admin.post("/v2.1/src/widgets/nope/action/move?dest=dst", status=404)) == \
-        "tenancy.move-resource-not-found"
-    assert error_code(admin.get("/v2.1/src/things/x/action/move?dest=dst", status=404)) == \
-        "tenancy.move-resource-not-found"
-    assert error_code(admin.post("/v2.1/src/widgets/w2/action/move?dest=dst", status=410)) == \
-        "tenancy.move-resource-deleted"
+    assert (
+        error_code(admin.post("/v2.1/src/widgets/nope/action/move?dest=dst", status=404))
+        == "tenancy.move-resource-not-found"
+    )
+    assert (
+        error_code(admin.get("/v2.1/src/things/x/action/move?dest=dst", status=404))
+        == "tenancy.move-resource-not-found"
+    )
+    assert (
+        error_code(admin.post("/v2.1/src/widgets/w2/action/move?dest=dst", status=410))
+        == "tenancy.move-resource-deleted"
+    )
     assert error_code(admin.get("/v2.1/gone/widgets/w2/action/move?dest=dst", status=410)) == "tenancy.tenant-deleted"
     for garbage in ("abc", '"unterminated', "W/abc", '"a" "b"'):
         response = admin.post(base + "?dest=dst", headers={"If-Match": garbage}, status=400)
@@ -398,7 +411,7 @@ def test_conditional_move_412_when_anything_changed(two_tenants):
     etag = admin.get(url).headers["ETag"]
     admin.put_json("/v2.1/dst", {"tier": "bronze"}, status=202)  # the destination changes
     admin.post(url, headers={"If-Match": etag}, status=412)
-    admin.post(url, headers={"If-Match": 'W/' + admin.get(url).headers["ETag"]}, status=412)
+    admin.post(url, headers={"If-Match": "W/" + admin.get(url).headers["ETag"]}, status=412)
     admin.post(url, headers={"If-Match": '"x", ' + admin.get(url).headers["ETag"]}, status=303)
     assert ("dst", "w1") in admin.service.widgets
 
@@ -488,6 +501,8 @@ def test_tenantless_collections_are_neither_checked_nor_admin_calls(registry_url
         assert service.calls == 3
         app.get("/v2.1/nobody/os-services", status=404)  # a tenant segment before it is still checked
         assert service.calls == 3
+
+
 def test_a_body_shorter_than_its_content_length_is_refused(admin, registry_url):
     from tests.support.wsgi import make_environ
 
@@ -501,9 +516,11 @@ def test_a_body_shorter_than_its_content_length_is_refused(admin, registry_url):
 
 def _strip_version(app):
     """A filter that rewrites /v2.1/t/... to /t/... (as a mount or rewrite between the two filters might)."""
+
     def rewrite(environ, start_response):
         environ["PATH_INFO"] = environ["PATH_INFO"].replace("/v2.1", "", 1)
         return app(environ, start_response)
+
     return rewrite
 
 
@@ -580,3 +597,123 @@ def test_the_move_etag_changes_with_the_destination_resources(two_tenants, url):
     stale = admin.post(url, headers={"If-Match": action.headers["ETag"]}, status=412)
     assert error_code(stale) == "tenancy.move-precondition-failed"
     assert ("src", "w1") in admin.service.widgets
+
+
+# version_discovery ---------------------------------------------------------------
+
+
+class VersionedService:
+    """A service with a version document at ``/v2.1`` (as nova's); records what it was asked."""
+
+    DOCUMENT = {"version": {"id": "v2.1", "version": "2.53", "min_version": "2.1"}}
+
+    def __init__(self, document=DOCUMENT, status="200 OK"):
+        self.document, self.status = document, status
+        self.seen: list[dict] = []
+
+    def __call__(self, environ, start_response):
+        self.seen.append(
+            {
+                "method": environ["REQUEST_METHOD"],
+                "script": environ.get("SCRIPT_NAME", ""),
+                "path": environ["PATH_INFO"],
+                "query": environ.get("QUERY_STRING", ""),
+                "body": environ["wsgi.input"].read(),
+                "tenant": environ.get("tenancy.tenant_id"),
+                "if_match": environ.get("HTTP_IF_MATCH"),
+                "request_id": environ.get("openstack.request_id"),
+            }
+        )
+        body = json.dumps(self.document).encode() if environ["PATH_INFO"].rstrip("/") == "/v2.1" else b"{}"
+        start_response(self.status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]
+
+
+def discovering(registry_url, service, **options):
+    """A tenant_admin with version_discovery over *service* (no move provider: the service has no widgets)."""
+    options.setdefault("version_discovery", True)
+    return build(registry_url, service=service, move_provider="", **options)[0]
+
+
+def test_version_discovery_adds_the_services_version_document_to_a_tenants_get(registry_url):
+    service = VersionedService()
+    app = discovering(registry_url, service)
+    app.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
+    head = app.head("/v2.1/acme", status=204)
+    shown = app.get(
+        "/v2.1/acme?x=1",
+        headers={"If-Match": "*", "X-Openstack-Request-Id": "r"},
+        extra_environ={"openstack.request_id": "req-1"},
+        status=200,
+    )
+    assert shown.json == {"tier": "gold", "version": VersionedService.DOCUMENT["version"]}
+    # The tenant's ETag and metadata, not the body's.
+    assert shown.headers["ETag"] == head.headers["ETag"]
+    assert shown.headers["X-Tenant-State"] == "active"
+    # The service was asked a plain GET of /v2.1: no query, body, condition or tenant.
+    assert service.seen == [
+        {
+            "method": "GET",
+            "script": "",
+            "path": "/v2.1",
+            "query": "",
+            "body": b"",
+            "tenant": None,
+            "if_match": None,
+            "request_id": "req-1",
+        }
+    ]
+    # HEAD stays the tenant's 204, without asking the service.
+    assert len(service.seen) == 1
+    app.head("/v2.1/acme", status=204)
+    assert len(service.seen) == 1
+
+
+def test_version_discovery_below_a_mount(registry_url):
+    service = VersionedService()
+    app = discovering(registry_url, service)
+    app.put_json("/v2.1/acme", {}, extra_environ={"SCRIPT_NAME": "/compute"}, status=201)
+    shown = app.get("/v2.1/acme", extra_environ={"SCRIPT_NAME": "/compute"}, status=200)
+    assert shown.json == {"version": VersionedService.DOCUMENT["version"]}
+    assert (service.seen[-1]["script"], service.seen[-1]["path"]) == ("/compute", "/v2.1")
+
+
+def test_version_discovery_reserves_the_member_in_a_put(registry_url):
+    app = discovering(registry_url, VersionedService())
+    refused = app.put_json("/v2.1/acme", {"version": "mine"}, status=400)
+    assert error_code(refused) == "tenancy.representation-reserved-member"
+    assert "'version'" in refused.json["errors"][0]["detail"]
+    app.get("/v2.1/acme", status=404)
+    # Without the option the member is the tenant's own, as any other.
+    plain = discovering(registry_url, VersionedService(), version_discovery=False)
+    plain.put_json("/v2.1/acme", {"version": "mine"}, status=201)
+    assert plain.get("/v2.1/acme").json == {"version": "mine"}
+    # Stored before the option was turned on: the tenant's member is kept.
+    later = discovering(registry_url, VersionedService())
+    assert later.get("/v2.1/acme").json == {"version": "mine"}
+
+
+@pytest.mark.parametrize(
+    "service",
+    [
+        VersionedService(status="404 Not Found"),
+        VersionedService(document={"versions": []}),
+        VersionedService(document={"version": "2.53"}),
+        VersionedService(document=["version"]),
+    ],
+    ids=["404", "no-member", "not-an-object", "not-a-dict"],
+)
+def test_version_discovery_without_a_document_shows_the_tenant_alone(registry_url, service, caplog):
+    app = discovering(registry_url, service)
+    app.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
+    with caplog.at_level("WARNING", logger="tenancy_mw.tenant_admin"):
+        assert app.get("/v2.1/acme", status=200).json == {"tier": "gold"}
+    assert "version_discovery: the service answers GET /v2.1 with" in caplog.text
+
+
+def test_version_discovery_without_representations(registry_url):
+    app = discovering(registry_url, VersionedService(), representations=False)
+    app.put_json("/v2.1/acme", {}, status=201)
+    # 200 with the version document alone (a GET without the option is 204).
+    assert app.get("/v2.1/acme", status=200).json == {"version": VersionedService.DOCUMENT["version"]}
+    app.head("/v2.1/acme", status=204)

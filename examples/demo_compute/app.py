@@ -147,9 +147,7 @@ class DemoCompute:
         try:
             response = self._route(Request(environ))
         except _Fail as fail:
-            return render_error(
-                environ, start_response, fail.status, fail.code, fail.detail, headers=fail.headers
-            )
+            return render_error(environ, start_response, fail.status, fail.code, fail.detail, headers=fail.headers)
         except Exception:
             # A bug or a database outage: log the traceback, show none.
             LOG.exception("demo_compute failed on %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
@@ -174,6 +172,11 @@ class DemoCompute:
             for scope in ("/%s" % API_VERSION, "/%s/{project_id}" % API_VERSION):
                 for path, handler, methods in self.cells_api.ROUTES:
                     router.connect(scope + path, "cells." + handler, methods)
+        # nova (since Mitaka) shows the version document at the project's URL
+        # too: python-novaclient GETs its endpoint, /v2.1/{project_id}, to
+        # discover versions.  (On the admin endpoint tenant_admin answers that
+        # URL, and its version_discovery adds this app's /v2.1 document.)
+        router.connect("/%s/{project_id}" % API_VERSION, "tenant_version_document", ("GET", "HEAD"))
         servers = "/%s/{project_id}/servers" % API_VERSION
         router.connect(servers, "server_list", ("GET", "HEAD"))
         router.connect(servers, "server_create", ("POST",))
@@ -230,7 +233,7 @@ class DemoCompute:
         if handler.startswith("cells."):
             assert self.cells_api is not None  # only connected with cells
             args.pop("project_id", None)
-            method = getattr(self.cells_api, handler[len("cells."):])
+            method = getattr(self.cells_api, handler[len("cells.") :])
             status, document = method(req, req.environ[MICROVERSION_KEY], **args)
             return _json_response(document, status) if document is not None else Response(status=status)
         if "project_id" in args:
@@ -248,6 +251,10 @@ class DemoCompute:
             {"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2.1"}
         ]
         return _json_response({"version": document})
+
+    def _tenant_version_document(self, req: Request, tenant_id: str, base: str) -> Response:
+        # Links point at /v2.1/, as nova's do: the version, not the project.
+        return self._version_document(req, base.rsplit("/", 2)[0])
 
     @staticmethod
     def _tenant(req: Request, segment: str) -> str:
@@ -333,9 +340,7 @@ class DemoCompute:
         self.tags.forget(server_id)
         return Response(status=204)
 
-    def _server_tags(
-        self, req: Request, tenant_id: str, base: str, server_id: str, tag: str | None = None
-    ) -> Response:
+    def _server_tags(self, req: Request, tenant_id: str, base: str, server_id: str, tag: str | None = None) -> Response:
         answer = self.tags.respond(req, server_id, tag)
         if answer is None:
             # Below 2.26 there are no tags, as in nova: not found.
@@ -370,8 +375,8 @@ class DemoCompute:
             raise _Fail(
                 400,
                 "demo.missing-name",
-                "The server %s has no name; send %s." % (shorten(json.dumps(server, ensure_ascii=False)),
-                                                        _CREATE_EXAMPLE),
+                "The server %s has no name; send %s."
+                % (shorten(json.dumps(server, ensure_ascii=False)), _CREATE_EXAMPLE),
             )
         try:
             return validate_name(server["name"])
@@ -386,6 +391,13 @@ class DemoCompute:
             "tenant_id": server["tenant_id"],
             "created": server["created"].strftime("%Y-%m-%dT%H:%M:%SZ"),
             "links": [{"rel": "self", "href": "%s/servers/%s" % (base, server["id"])}],
+            # nova's fields that its clients read in every view (the nova
+            # command line's list and show fail without them); a demo server
+            # has no lifecycle, flavor, image or network, so they are constant.
+            "status": "ACTIVE",
+            "flavor": {},
+            "image": "",
+            "addresses": {},
         }
 
 

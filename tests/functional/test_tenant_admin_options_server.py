@@ -5,7 +5,8 @@
 as the demo's settings let an operator set them: ``[tenant_admin]`` of
 tenancy_mw_demo.conf, here overridden by oslo.config's environment
 variables ``OS_TENANT_ADMIN__REPRESENTATIONS=false`` /
-``OS_TENANT_ADMIN__UPDATABLE=false``.  On each
+``OS_TENANT_ADMIN__UPDATABLE=false`` (and ``version_discovery`` off, so a
+GET shows the representation alone).  On each
 backend, one admin server per option variant for the module, with one
 worker: these options act per request, not across processes.
 """
@@ -68,7 +69,7 @@ def put(server, target, document):
 
 
 def test_representations_off_get_is_204_and_a_second_put_409(start_admin):
-    admin = start_admin(representations="false")
+    admin = start_admin(representations="false", version_discovery="false")
     tenant = "no-repr-" + uuid.uuid4().hex[:8]
     created = put(admin, "/v2.1/" + tenant, {"tier": "gold"})
     assert created.status == 201
@@ -89,7 +90,7 @@ def test_representations_off_get_is_204_and_a_second_put_409(start_admin):
 
 
 def test_not_updatable_put_that_changes_is_409(start_admin):
-    admin = start_admin(updatable="false")
+    admin = start_admin(updatable="false", version_discovery="false")
     tenant = "fixed-" + uuid.uuid4().hex[:8]
     assert put(admin, "/v2.1/" + tenant, {"tier": "gold"}).status == 201
     assert put(admin, "/v2.1/" + tenant, {"tier": "gold"}).status == 202  # the same PUT again: idempotent
