@@ -124,14 +124,18 @@ class DemoCompute:
 
     :param store: where the servers are kept.
     :param cells: the ``os-services``/``os-hypervisors`` API over the cell databases, if any.
+    :param error_format: the shape of its JSON errors, ``"api-wg"`` or ``"nova"`` (:mod:`tenancy_mw.errors`).
     """
 
-    def __init__(self, store: ServerStore, cells: cells_api.CellsApi | None = None) -> None:
+    def __init__(
+        self, store: ServerStore, cells: cells_api.CellsApi | None = None, error_format: str = "api-wg"
+    ) -> None:
         self.store = store
+        self.error_format = error_format
         #: os-services and os-hypervisors across the cells, when the demo has cells.
         self.cells_api = cells
         #: Tags on servers (microversion 2.26 and later): :mod:`demo_compute.tags`.
-        self.tags = ServerTags(store)
+        self.tags = ServerTags(store, error_format)
         self._routes = self._router()
 
     def __call__(self, environ: dict, server_start_response: Callable):
@@ -147,7 +151,15 @@ class DemoCompute:
         try:
             response = self._route(Request(environ))
         except _Fail as fail:
-            return render_error(environ, start_response, fail.status, fail.code, fail.detail, headers=fail.headers)
+            return render_error(
+                environ,
+                start_response,
+                fail.status,
+                fail.code,
+                fail.detail,
+                error_format=self.error_format,
+                headers=fail.headers,
+            )
         except Exception:
             # A bug or a database outage: log the traceback, show none.
             LOG.exception("demo_compute failed on %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
@@ -157,6 +169,7 @@ class DemoCompute:
                 500,
                 "demo.internal-error",
                 "The demo service failed to answer this request; its log tells why.",
+                error_format=self.error_format,
             )
         return response(environ, start_response)
 
@@ -426,4 +439,4 @@ def app_factory(global_conf: dict, **local_conf: str) -> DemoCompute:
         demo_cells = DemoCells(parse_cells(cell_urls))
         demo_cells.prepare()
         cells = cells_api.CellsApi(demo_cells)
-    return DemoCompute(ServerStore(url), cells)
+    return DemoCompute(ServerStore(url), cells, settings.demo_compute.error_format)

@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from oslo_config import cfg
 
 from tenancy_mw import migrations
+from tenancy_mw.errors import ERROR_FORMATS
 from tenancy_mw.id_resolver import IdResolver
 from tenancy_mw.idempotency import Idempotency
 from tenancy_mw.tenant_admin import TenantAdmin
@@ -56,6 +57,14 @@ OPTS = [
         default="sqlite:///state/demo.sqlite",
         secret=True,
         help="SQLAlchemy URL of the database of the servers (and their tags); SQLite, PostgreSQL or MariaDB/MySQL.",
+    ),
+    cfg.StrOpt(
+        "error_format",
+        default="api-wg",
+        choices=ERROR_FORMATS,
+        help="Shape of the app's JSON errors (its tag API's too): api-wg, or nova's fault body, the only one "
+        "python-novaclient and its nova command line can read. Set the same error_format in every filter's "
+        "group, so the filters' errors have the app's shape.",
     ),
 ]
 

@@ -64,10 +64,10 @@ class BadCreateTags(Exception):
 class ServerTags:
     """The tag side of the demo: the tag API for servers, tags in views, tag filters in lists."""
 
-    def __init__(self, store: ServerStore) -> None:
+    def __init__(self, store: ServerStore, error_format: str = "api-wg") -> None:
         self.servers = store
         self.store = TagStore(store.engine, tables=store.tag_tables)
-        self.api = TagAPI(self.store, owns=self._owns, noun="server")
+        self.api = TagAPI(self.store, owns=self._owns, noun="server", error_format=error_format)
 
     def _owns(self, environ: dict, server_id: str) -> bool:
         tenant_id = environ.get(TENANT_ID_KEY)
@@ -122,7 +122,8 @@ class ServerTags:
                 # not ask for could be acted on (deleted, say).
                 raise NoTagQuery(
                     "This list has tag parameters but no tag_query filter parsed them: the tag_query filter"
-                    " must run before this app (check the pipeline in api-paste.ini).")
+                    " must run before this app (check the pipeline in api-paste.ini)."
+                )
             return None
         return query if query else None
 

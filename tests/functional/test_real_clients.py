@@ -406,6 +406,54 @@ def test_novaclient_services_and_hypervisors_at_2_53(endpoints):
     assert {h.hypervisor_hostname for h in found} == expected
 
 
+#: The demo's option groups: the app's and each filter's (examples/tenancy_mw_demo.conf).
+DEMO_GROUPS = ("DEMO_COMPUTE", "ADMIN_CULL", "TENANT_PATH", "TENANT_ADMIN", "IDEMPOTENCY", "TAG_QUERY", "ID_RESOLVER")
+
+
+@pytest.fixture(scope="module")
+def nova_shaped(tmp_path_factory):
+    """The demo's two pipelines with ``error_format = nova`` in every group, as examples/README.rst shows."""
+    environment = {"OS_%s__ERROR_FORMAT" % group: "nova" for group in DEMO_GROUPS}
+    with serve_demo(tmp_path_factory.mktemp("nova-errors"), environment=environment) as servers:
+        yield servers
+
+
+def test_nova_command_line_shows_errors_in_novas_shape(endpoints, nova_shaped):
+    """python-novaclient reads only nova's error shape: the demo's default API-WG errors reach the
+    ``nova`` user as an AttributeError; with ``error_format = nova`` as the sentence the demo wrote.
+    """
+    unread = nova_command(endpoints["public"], new_tenant(endpoints), "list", "--tags", "a/b")
+    assert unread.returncode == 1
+    assert "ERROR (AttributeError): 'list' object has no attribute 'get'" in unread.stderr
+
+    tenant = new_tenant(nova_shaped)
+    public = nova_shaped["public"]
+    # tag_query's 400.
+    refused = nova_command(public, tenant, "list", "--tags", "a/b")
+    assert refused.returncode == 1
+    assert "ERROR (BadRequest): Tag 'a/b' in parameter tags contains '/', which no tag may contain." in refused.stderr
+    # tenant_admin's 404: discovery at /v2.1/nobody fails too, and novaclient,
+    # reading that 404, falls back to /v2.1/ as it does against nova.
+    unknown = nova_command(public, "nobody", "list")
+    assert unknown.returncode == 1
+    assert "ERROR (NotFound): Tenant 'nobody' does not exist. (HTTP 404)" in unknown.stderr
+    # id_resolver's 400 at 2.53.
+    bad_id = nova_command(public, tenant, "hypervisor-show", "12")
+    assert bad_id.returncode == 1
+    assert "ERROR (BadRequest): Invalid uuid '12'" in bad_id.stderr
+    # The app's tag API (its 404), printed by the command before its own summary.
+    server = nova(public, tenant).servers.create("web", image=None, flavor="any", nics="none").id
+    no_tag = nova_command(public, tenant, "server-tag-delete", server, "nosuch")
+    assert no_tag.returncode == 1
+    assert "Server '%s' has no tag 'nosuch'. (HTTP 404)" % server in no_tag.stdout + no_tag.stderr
+    # And the app's own 404, in nova's body.
+    missing = public.request("GET", "/v2.1/%s/flavors" % tenant)
+    assert (missing.status, missing.json()) == (
+        404,
+        {"itemNotFound": {"code": 404, "message": "Nothing is at '/v2.1/%s/flavors'." % tenant}},
+    )
+
+
 # The public endpoint refuses the tenant admin API --------------------------
 
 #: Every call of the tenant admin API (tenancy_mw.tenant_admin), with the

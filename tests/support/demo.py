@@ -31,12 +31,18 @@ def _wait_until_serving(server: GunicornServer, attempts: int = 6) -> None:
 
 
 @contextlib.contextmanager
-def serve_demo(state_dir, workers: int = 2) -> Iterator[dict[str, GunicornServer]]:
-    """Start both pipelines (``{"public": server, "admin": server}``); stop them on exit."""
+def serve_demo(
+    state_dir, workers: int = 2, environment: dict[str, str] | None = None
+) -> Iterator[dict[str, GunicornServer]]:
+    """Start both pipelines (``{"public": server, "admin": server}``); stop them on exit.
+
+    *environment* adds to (or overrides) the servers' ``OS_<GROUP>__<OPTION>`` settings.
+    """
     from tests.functional.conftest import DEMO_INI, EXAMPLES_DIR, demo_server_env, migrated_registry, sqlite_url
 
     database_url = sqlite_url(os.path.join(str(state_dir), "demo.sqlite"))
     env = demo_server_env(database_url, migrated_registry(database_url, state_dir), state_dir)
+    env.update(environment or {})
     servers: dict[str, GunicornServer] = {}
     try:
         for role, pipeline in PIPELINES:
