@@ -9,7 +9,8 @@ service does not have to:
 Call                                          Answer
 ============================================  ==========================================================
 ``GET /{v}/{t}``                              ``200`` and the representation, ``ETag`` and the metadata
-                                              headers (``204`` with ``representations = false``);
+                                              headers (``204`` with ``representations = false``;
+                                              with ``version_discovery``, see below);
                                               ``404`` unknown or purged; ``410`` deleted
 ``HEAD /{v}/{t}``                             ``204``, the same headers, no body; ``404``/``410``
 ``PUT /{v}/{t}``                              ``201`` created, ``202`` modified (or unchanged: PUT is
@@ -44,12 +45,17 @@ Version discovery on the admin endpoint: ``version_discovery``
     endpoint, and python-novaclient (the ``nova`` command line too) GETs it
     for the service's version document before anything else.  With
     ``version_discovery = true``, ``GET /{v}/{t}`` answers ``200`` with the
-    tenant's representation plus a ``version`` member: what the service
-    itself answers, under that name, to ``GET /{v}`` (the filter asks it,
-    once per such GET).  ``ETag`` and the metadata headers stay the
-    tenant's; ``HEAD`` is unchanged; a ``PUT`` whose representation holds
-    ``version`` is ``400``; when the service has no such document the
-    tenant is shown without it (logged).
+    tenant's representation (none with ``representations = false``) plus a
+    ``version`` member: what the service itself answers, under that name,
+    to a plain ``GET /{v}`` below the same mount (the filter asks it once
+    per such GET, with none of the client's credentials, cookies, tenant
+    header, conditions or version headers).  ``ETag`` and the metadata
+    headers stay the tenant's (the ``ETag`` is the representation's, not
+    the body's); ``HEAD`` is unchanged.  A ``PUT`` may send the ``version``
+    member back as a ``GET`` showed it (it is dropped, not stored); any
+    other ``version`` member is ``400``.  When the service has no such
+    document, fails, or answers more than 64 KiB or JSON that is not
+    JSON's, the tenant is shown as without the option (logged).
 
 The tenant-state check
     Every other request under ``/{v}/{t}/...`` passes to the service only
@@ -220,8 +226,8 @@ OPTS = [
         help="On the admin API, GET of a tenant also carries the service's version document: the member "
         "'version' of what the service answers at /{version} (the tenant segment dropped) is added to the "
         "representation (200). For clients that discover versions by GETting their endpoint, "
-        "/{version}/{tenant} (python-novaclient and its nova command line). A PUT may then not use "
-        "the member 'version'.",
+        "/{version}/{tenant} (python-novaclient and its nova command line). A PUT may send that member "
+        "back as GET showed it (it is not stored); any other 'version' member is refused (400).",
     ),
     cfg.StrOpt(
         "move_provider",
@@ -257,6 +263,27 @@ OPTS = [
 
 #: The member of the service's version document that ``version_discovery`` adds to a tenant's GET.
 DISCOVERY_MEMBER = "version"
+#: The largest answer ``version_discovery`` reads from the service (a version document is about 500 bytes).
+DISCOVERY_BODY_LIMIT = 65536
+# What a version_discovery sub-request copies of the client's environ (and the wsgi.* keys).
+_SUB_REQUEST_KEYS = frozenset(
+    (
+        "SERVER_NAME",
+        "SERVER_PORT",
+        "SERVER_PROTOCOL",
+        "REMOTE_ADDR",
+        "HTTPS",
+        "HTTP_HOST",
+        "HTTP_FORWARDED",
+        "HTTP_X_FORWARDED_FOR",
+        "HTTP_X_FORWARDED_HOST",
+        "HTTP_X_FORWARDED_PORT",
+        "HTTP_X_FORWARDED_PROTO",
+        "HTTP_X_FORWARDED_PREFIX",
+        "HTTP_X_OPENSTACK_REQUEST_ID",
+        "openstack.request_id",
+    )
+)
 
 _JSON_TYPES = re.compile(r"\s*application/(?:[\w.+-]+\+)?json\s*(?:;.*)?", re.IGNORECASE)
 _ETAG_LIST = re.compile(r'\s*(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"\s*(?:,\s*(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"\s*)*')
@@ -647,57 +674,91 @@ class TenantAdmin(TenancyMiddleware):
 
     def _show_with_version(self, environ, start_response, tenant: Tenant, canonical, index: int):
         """``GET`` of a tenant with ``version_discovery``: the representation plus the service's ``version``."""
-        document = dict(tenant.representation) if self.representations else {}
         version = self._service_version(environ, canonical, index)
-        if version is not None:
-            # A representation stored before the option was on keeps its own member.
-            document.setdefault(DISCOVERY_MEMBER, version)
+        if version is None:
+            return self._show(environ, start_response, tenant, 200)
+        document = dict(tenant.representation) if self.representations else {}
+        if DISCOVERY_MEMBER in document:
+            # Stored before the option was turned on: the tenant's data is not
+            # replaced, but a client discovering versions reads it.
+            LOG.warning(
+                "tenant_admin: version_discovery: tenant %r holds its own %r member, shown instead of the "
+                "service's version document; PUT the tenant without it",
+                shorten(tenant.id),
+                DISCOVERY_MEMBER,
+            )
+        else:
+            document[DISCOVERY_MEMBER] = version
         body = _json_bytes(document)
         headers = list(self._metadata(tenant))
         headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
         start_response("200 OK", headers)
         return [body]
 
-    def _service_version(self, environ: dict, canonical, index: int) -> object | None:
-        """The ``version`` member of the service's answer to ``GET /{version}``, or ``None`` (logged)."""
-        # The tenant's URL without its last segment, below the same mount.
-        above = canonical.segments[canonical.prefix_length : index]
-        path = "".join("/" + segment for segment in above).encode("utf-8").decode("latin-1")
-        # A fresh GET: none of this request's body, query, conditions or
-        # tenancy_mw/webob caches (the canonical path, the tenant id).
-        sub = {
-            key: value
-            for key, value in environ.items()
-            if not key.startswith(("tenancy.", "webob.", "HTTP_IF_"))
-            and key not in ("RAW_URI", "REQUEST_URI", "CONTENT_TYPE", "CONTENT_LENGTH", "HTTP_TRANSFER_ENCODING")
-        }
-        sub.update(REQUEST_METHOD="GET", PATH_INFO=path, QUERY_STRING="", HTTP_ACCEPT="application/json")
+    def _service_version(self, environ: dict, canonical, index: int) -> dict | None:
+        """The ``version`` member of the service's answer to ``GET /{version}``, or ``None`` (logged).
+
+        The sub-request is a new, plain ``GET`` of the tenant's URL without
+        its last segment: of the request it copies only what locates the
+        service (server and ``wsgi.*`` keys, ``Host``, forwarding headers)
+        and the request id; no credential, cookie, tenant header, condition,
+        range, encoding or version header of the client's.
+        """
+        # The tenant segment may be inside SCRIPT_NAME (tenant_path's
+        # strip_tenant on an API mounted at its version): cut the mount there too.
+        mount_end = min(index, canonical.prefix_length)
+        script, path = (
+            "".join("/" + segment for segment in part).encode("utf-8").decode("latin-1")
+            for part in (canonical.segments[:mount_end], canonical.segments[mount_end:index])
+        )
+        sub = {key: value for key, value in environ.items() if key in _SUB_REQUEST_KEYS or key.startswith("wsgi.")}
+        sub.update(
+            REQUEST_METHOD="GET",
+            SCRIPT_NAME=script,
+            PATH_INFO=path,
+            QUERY_STRING="",
+            HTTP_ACCEPT="application/json",
+        )
         sub["wsgi.input"] = io.BytesIO(b"")
-        answer: list[str] = []
+        statuses: list[str] = []
+        written: list[bytes] = []
 
         def capture(status, headers, exc_info=None):
-            answer.append(status)
-            return lambda data: None
+            statuses.append(status)  # PEP 3333: the last call wins
+            return written.append
 
-        chunks = self.application(sub, capture)
+        where = shorten(script + path or "/")
         try:
-            raw = b"".join(chunks)
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
-        member = None
-        if answer and answer[0].startswith("200"):
+            chunks = self.application(sub, capture)
             try:
-                member = json.loads(raw).get(DISCOVERY_MEMBER)
-            except (ValueError, AttributeError):
-                member = None
+                size = 0
+                for chunk in chunks:
+                    written.append(chunk)
+                    size += len(chunk)
+                    if size > DISCOVERY_BODY_LIMIT:
+                        raise ValueError("an answer over %d bytes" % DISCOVERY_BODY_LIMIT)
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()
+            status = statuses[-1] if statuses else "nothing"
+            document = json.loads(b"".join(written), parse_constant=_reject_constant) if status[:3] == "200" else None
+        except Exception as exc:  # the service failing is no reason to fail the tenant's GET
+            LOG.warning(
+                "tenant_admin: version_discovery: GET %s failed (%s: %s); the tenant is shown without %r",
+                where,
+                type(exc).__name__,
+                shorten(str(exc)),
+                DISCOVERY_MEMBER,
+            )
+            return None
+        member = document.get(DISCOVERY_MEMBER) if isinstance(document, dict) else None
         if not isinstance(member, dict):
             LOG.warning(
                 "tenant_admin: version_discovery: the service answers GET %s with %s, not a JSON object "
                 "holding a %r object; the tenant is shown without it",
-                shorten(path or "/"),
-                answer[0] if answer else "nothing",
+                where,
+                status,
                 DISCOVERY_MEMBER,
             )
             return None
@@ -718,6 +779,17 @@ class TenantAdmin(TenancyMiddleware):
 
     def _put(self, environ, start_response, tenant_id, canonical, index):
         representation = self._representation(environ)
+        if self.version_discovery and DISCOVERY_MEMBER in representation:
+            # What a GET showed, sent back: the service's document is not the tenant's data.
+            if representation[DISCOVERY_MEMBER] != self._service_version(environ, canonical, index):
+                raise _Answer(
+                    400,
+                    "tenancy.representation-reserved-member",
+                    "The tenant representation may not hold %r other than the service's version document: "
+                    "with version_discovery, GET of the tenant carries that document under this name."
+                    % DISCOVERY_MEMBER,
+                )
+            representation = {k: v for k, v in representation.items() if k != DISCOVERY_MEMBER}
         if not self.representations:
             # Nothing of the body is kept: every tenant has the same, empty one.
             representation = {}
@@ -770,13 +842,6 @@ class TenantAdmin(TenancyMiddleware):
                 "tenancy.representation-not-an-object",
                 "The tenant representation must be a JSON object ({...}); got %s %s."
                 % (type(document).__name__, shorten(json.dumps(document))),
-            )
-        if self.version_discovery and DISCOVERY_MEMBER in document:
-            raise _Answer(
-                400,
-                "tenancy.representation-reserved-member",
-                "The tenant representation may not hold %r: with version_discovery, GET of the tenant carries "
-                "the service's version document under that name." % DISCOVERY_MEMBER,
             )
         try:
             canonical_json(document)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 
 import pytest
@@ -622,9 +623,11 @@ class VersionedService:
                 "tenant": environ.get("tenancy.tenant_id"),
                 "if_match": environ.get("HTTP_IF_MATCH"),
                 "request_id": environ.get("openstack.request_id"),
+                "headers": {key: value for key, value in environ.items() if key.startswith("HTTP_")},
             }
         )
-        body = json.dumps(self.document).encode() if environ["PATH_INFO"].rstrip("/") == "/v2.1" else b"{}"
+        at_version = (environ.get("SCRIPT_NAME", "") + environ["PATH_INFO"]).rstrip("/").endswith("/v2.1")
+        body = json.dumps(self.document).encode() if at_version else b"{}"
         start_response(self.status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
         return [body]
 
@@ -642,7 +645,16 @@ def test_version_discovery_adds_the_services_version_document_to_a_tenants_get(r
     head = app.head("/v2.1/acme", status=204)
     shown = app.get(
         "/v2.1/acme?x=1",
-        headers={"If-Match": "*", "X-Openstack-Request-Id": "r"},
+        headers={
+            "If-Match": "*",
+            "Authorization": "Bearer secret",
+            "Cookie": "session=1",
+            "Range": "bytes=0-3",
+            "Accept-Encoding": "gzip",
+            "X-HTTP-Method-Override": "DELETE",
+            "OpenStack-API-Version": "compute 9.99",
+            "X-Forwarded-Proto": "https",
+        },
         extra_environ={"openstack.request_id": "req-1"},
         status=200,
     )
@@ -661,6 +673,14 @@ def test_version_discovery_adds_the_services_version_document_to_a_tenants_get(r
             "tenant": None,
             "if_match": None,
             "request_id": "req-1",
+            # Only what locates the service: no credentials, cookie, tenant
+            # header (tenant_path's X-Tenant-Id), range, encoding, method
+            # override or version header of the client's.
+            "headers": {
+                "HTTP_HOST": "localhost:80",
+                "HTTP_ACCEPT": "application/json",
+                "HTTP_X_FORWARDED_PROTO": "https",
+            },
         }
     ]
     # HEAD stays the tenant's 204, without asking the service.
@@ -717,3 +737,108 @@ def test_version_discovery_without_representations(registry_url):
     # 200 with the version document alone (a GET without the option is 204).
     assert app.get("/v2.1/acme", status=200).json == {"version": VersionedService.DOCUMENT["version"]}
     app.head("/v2.1/acme", status=204)
+
+
+def test_version_discovery_with_the_tenant_stripped_into_the_mount(registry_url):
+    """nova's layout: the API mounted at its version, tenant_path's strip_tenant moving the tenant into SCRIPT_NAME."""
+    service = VersionedService()
+    admin = TenantAdmin(service, {"connection": registry_url, "version_discovery": "true"})
+    BUILT.append(admin)
+    app = webtest.TestApp(TenantPath(admin, {"strip_tenant": "true"}))
+    app.put_json("/acme", {}, extra_environ={"SCRIPT_NAME": "/v2.1"}, status=201)
+    shown = app.get("/acme", extra_environ={"SCRIPT_NAME": "/v2.1"}, status=200)
+    assert shown.json == {"version": VersionedService.DOCUMENT["version"]}
+    assert (service.seen[-1]["script"], service.seen[-1]["path"]) == ("/v2.1", "")
+
+
+def broken_service(answer):
+    """A service whose every answer is *answer*(start_response) (a WSGI body) or raises."""
+
+    def service(environ, start_response):
+        return answer(start_response)
+
+    return service
+
+
+def _raises(start_response):
+    raise RuntimeError("the service is down")
+
+
+def _nan(start_response):
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [b'{"version": {"id": "v2.1", "x": NaN}}']
+
+
+def _deep(start_response):
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [b'{"version": ' + b"[" * 100000 + b"]" * 100000 + b"}"]
+
+
+def _huge(start_response):
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [b'{"version": {"pad": "', b"x" * 70000, b'"}}']
+
+
+def _not_json(start_response):
+    start_response("200 OK", [("Content-Type", "text/html")])
+    return [b"<html>versions</html>"]
+
+
+@pytest.mark.parametrize(
+    "answer", [_raises, _nan, _deep, _huge, _not_json], ids=["raises", "nan", "deep", "over-64k", "not-json"]
+)
+def test_version_discovery_never_fails_the_tenants_get(registry_url, answer, caplog):
+    app = discovering(registry_url, broken_service(answer))
+    app.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
+    with caplog.at_level("WARNING", logger="tenancy_mw.tenant_admin"):
+        shown = app.get("/v2.1/acme", status=200)
+    assert shown.json == {"tier": "gold"}
+    assert "version_discovery" in caplog.text
+    # Without representations: as without the option, 204.
+    bare = discovering(registry_url, broken_service(answer), representations=False)
+    assert bare.get("/v2.1/acme", status=204).body == b""
+
+
+def test_version_discovery_reads_the_write_callable_and_the_last_status(registry_url):
+    document = json.dumps(VersionedService.DOCUMENT).encode()
+
+    def writer(start_response):
+        try:
+            raise ValueError("first try failed")
+        except ValueError:
+            pass
+        start_response("500 Internal Server Error", [])
+        write = start_response("200 OK", [("Content-Type", "application/json")], sys.exc_info())
+        write(document[:10])
+        return [document[10:]]
+
+    app = discovering(registry_url, broken_service(writer))
+    app.put_json("/v2.1/acme", {}, status=201)
+    assert app.get("/v2.1/acme", status=200).json == {"version": VersionedService.DOCUMENT["version"]}
+
+
+def test_version_discovery_get_put_round_trip(registry_url):
+    """A client may PUT back what it read: the service's version member is dropped, not stored."""
+    app = discovering(registry_url, VersionedService())
+    app.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
+    read = app.get("/v2.1/acme").json
+    read["tier"] = "silver"
+    app.put_json("/v2.1/acme", read, status=202)
+    registry = TenantRegistry(registry_url)
+    try:
+        assert registry.get("acme").representation == {"tier": "silver"}
+    finally:
+        registry.close()
+    assert app.get("/v2.1/acme").json == {"tier": "silver", "version": VersionedService.DOCUMENT["version"]}
+    # Any other version member is refused.
+    read["version"] = dict(read["version"], version="9.99")
+    assert error_code(app.put_json("/v2.1/acme", read, status=400)) == "tenancy.representation-reserved-member"
+
+
+def test_version_discovery_keeps_a_tenants_own_version_member_and_warns(registry_url, caplog):
+    plain = discovering(registry_url, VersionedService(), version_discovery=False)
+    plain.put_json("/v2.1/acme", {"version": "mine"}, status=201)
+    later = discovering(registry_url, VersionedService())
+    with caplog.at_level("WARNING", logger="tenancy_mw.tenant_admin"):
+        assert later.get("/v2.1/acme").json == {"version": "mine"}
+    assert "holds its own 'version' member" in caplog.text

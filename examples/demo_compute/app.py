@@ -189,7 +189,16 @@ class DemoCompute:
         # too: python-novaclient GETs its endpoint, /v2.1/{project_id}, to
         # discover versions.  (On the admin endpoint tenant_admin answers that
         # URL, and its version_discovery adds this app's /v2.1 document.)
-        router.connect("/%s/{project_id}" % API_VERSION, "tenant_version_document", ("GET", "HEAD"))
+        # Never for the cells' collection names (their own routes, or 404 without cells).
+        not_a_collection = "(?!(?:%s)$)[^/]+" % "|".join(
+            sorted({re.escape(path.split("/")[1]) for path, _, _ in cells_api.CellsApi.ROUTES})
+        )
+        router.connect(
+            "/%s/{project_id}" % API_VERSION,
+            "tenant_version_document",
+            ("GET", "HEAD"),
+            {"project_id": not_a_collection},
+        )
         servers = "/%s/{project_id}/servers" % API_VERSION
         router.connect(servers, "server_list", ("GET", "HEAD"))
         router.connect(servers, "server_create", ("POST",))

@@ -234,3 +234,13 @@ def test_head_gets_headers_only(sqlite_store):
     answer = client.head("/v2.1/acme/servers", status=200)
     assert answer.body == b""
     assert answer.content_type == "application/json"
+
+
+def test_the_version_document_at_a_projects_url_is_never_a_cells_collection(sqlite_store):
+    """``/v2.1/{project_id}`` shows the version document (novaclient discovers there); without cells,
+    ``/v2.1/os-services`` and ``/v2.1/os-hypervisors`` are still nothing, not a version document.
+    """
+    client = pipeline(sqlite_store)
+    assert client.get("/v2.1/acme").json["version"]["version"] == "2.53"
+    for name in ("os-services", "os-hypervisors"):
+        assert client.get("/v2.1/" + name, status=404).json["errors"][0]["code"] == "demo.not-found"
