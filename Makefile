@@ -103,9 +103,15 @@ lint: $(STAMP)-lint
 format: $(STAMP)-lint
 	$(BIN)/ruff format $(LINT_PATHS)
 
+# The other Pythons' virtualenvs are installed while the main suite runs (pip
+# waits on disk and network more than on the CPU); their suites run after it.
 test: $(STAMP)-test programs services lint docs-check
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory -j3 test-main venv-pythons
 	@$(MAKE) --no-print-directory test-pythons
+
+.PHONY: test-main
+test-main: $(STAMP)-test
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # --- every Python the package claims ----------------------------------------
 # setup.cfg's classifiers and python_requires name exactly TESTED_PYTHONS
@@ -130,6 +136,19 @@ $(addprefix test-python,$(TESTED_PYTHONS)): test-python%:
 	  echo "python$* is missing: the suite did not run on it" >&2; exit 0; \
 	fi; \
 	$(MAKE) --no-print-directory pytest-fast PYTHON="$$python" VENV=$(abspath $(VENV))-py$*
+
+# The test install of each other Python, in its own $(VENV)-pyX.Y (a missing
+# Python is reported by its test-pythonX.Y).
+.PHONY: venv-pythons $(addprefix venv-python,$(TESTED_PYTHONS)) install-test
+venv-pythons: $(addprefix venv-python,$(OTHER_PYTHONS))
+
+$(addprefix venv-python,$(TESTED_PYTHONS)): venv-python%:
+	@python="$(call FIND_PYTHON,$*)"; \
+	if [ -n "$$python" ]; then \
+	  $(MAKE) --no-print-directory install-test PYTHON="$$python" VENV=$(abspath $(VENV))-py$*; \
+	fi
+
+install-test: $(STAMP)-test
 
 # The suite without the `slow` tests, in $(VENV) made by $(PYTHON).
 .PHONY: pytest-fast
