@@ -161,7 +161,7 @@ def generate(params: Params, directory: str) -> tuple[str, str, list[int]]:
     # order has nothing to do with where rows sit on disk (on PostgreSQL;
     # InnoDB keeps rows in primary key order whatever the insert order).
     ids = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(params.resources)]
-    weights = [1.0 / (rank ** params.skew) for rank in range(1, params.pool + 1)]
+    weights = [1.0 / (rank**params.skew) for rank in range(1, params.pool + 1)]
     cumulative = []
     total = 0.0
     for weight in weights:
@@ -231,8 +231,12 @@ def load(backend: str, params: Params, log) -> None:
         migrations.upgrade(url, ["tags"])
         METADATA.create_all(engine)
         with engine.begin() as conn:
-            conn.execute(sa.text("DROP INDEX ix_tenancy_mw_tags_tag_resource"
-                                 + (" ON tenancy_mw_tags" if backend == "mariadb" else "")))
+            conn.execute(
+                sa.text(
+                    "DROP INDEX ix_tenancy_mw_tags_tag_resource"
+                    + (" ON tenancy_mw_tags" if backend == "mariadb" else "")
+                )
+            )
         raw = engine.raw_connection()
         try:
             cursor = raw.cursor()
@@ -288,22 +292,28 @@ def run_queries(backend: str, repeats: int, log) -> list[dict]:
                 statements = {
                     label: page_statement(build(query, RESOURCES.c.id)) for label, build in FORMULATIONS.items()
                 }
-                compiled = {label: stmt.compile(engine, compile_kwargs={"literal_binds": True})
-                            for label, stmt in statements.items()}
+                compiled = {
+                    label: stmt.compile(engine, compile_kwargs={"literal_binds": True})
+                    for label, stmt in statements.items()
+                }
                 results = {label: [r[0] for r in conn.execute(stmt)] for label, stmt in statements.items()}
                 if len({tuple(ids) for ids in results.values()}) != 1:
                     raise SystemExit("%s %s: the formulations disagree" % (backend, name))
                 times = {label: [] for label in statements}
                 for repeat in range(repeats):
                     # Alternate which runs first: neither gets the other's warm cache every time.
-                    for label in (list(statements) if repeat % 2 == 0 else list(statements)[::-1]):
+                    for label in list(statements) if repeat % 2 == 0 else list(statements)[::-1]:
                         sql_text = str(compiled[label])
                         started = time.perf_counter()
                         conn.exec_driver_sql(sql_text.replace("%", "%%")).fetchall()
                         times[label].append((time.perf_counter() - started) * 1000)
-                row = {"backend": backend, "query": name, "query_string": query_string,
-                       "rows": len(results["tenancy_mw"]),
-                       "same_sql": len({str(c) for c in compiled.values()}) == 1}
+                row = {
+                    "backend": backend,
+                    "query": name,
+                    "query_string": query_string,
+                    "rows": len(results["tenancy_mw"]),
+                    "same_sql": len({str(c) for c in compiled.values()}) == 1,
+                }
                 if row["same_sql"]:
                     # One statement sent twice per repeat: all the runs are
                     # samples of it, so both columns show the pooled runs
@@ -315,8 +325,10 @@ def run_queries(backend: str, repeats: int, log) -> list[dict]:
                     row[label] = (statistics.median(values), percentile(values, 0.95))
                 row["ratio"] = row["tenancy_mw"][0] / row["straightforward"][0]
                 rows.append(row)
-                log("%-10s %-15s straightforward %8.1f ms  tenancy_mw %8.1f ms  ratio %.3f"
-                    % (backend, name, row["straightforward"][0], row["tenancy_mw"][0], row["ratio"]))
+                log(
+                    "%-10s %-15s straightforward %8.1f ms  tenancy_mw %8.1f ms  ratio %.3f"
+                    % (backend, name, row["straightforward"][0], row["tenancy_mw"][0], row["ratio"])
+                )
     finally:
         engine.dispose()
     return rows
@@ -343,17 +355,30 @@ def table(rows: list[dict]) -> str:
     ]
     for r in rows:
         ours, plain = r["tenancy_mw"], r["straightforward"]
-        lines.append(fmt % (r["backend"], r["query"], r["rows"], "%.1f ms" % plain[0], "%.1f ms" % plain[1],
-                            "%.1f ms" % ours[0], "%.1f ms" % ours[1], "%.3f" % r["ratio"],
-                            "yes" if r["same_sql"] else "-", verdict(r)))
+        lines.append(
+            fmt
+            % (
+                r["backend"],
+                r["query"],
+                r["rows"],
+                "%.1f ms" % plain[0],
+                "%.1f ms" % plain[1],
+                "%.1f ms" % ours[0],
+                "%.1f ms" % ours[1],
+                "%.3f" % r["ratio"],
+                "yes" if r["same_sql"] else "-",
+                verdict(r),
+            )
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     global DATABASE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", action="append", choices=sorted(ADMIN_URLS),
-                        help="postgresql and/or mariadb (default: both)")
+    parser.add_argument(
+        "--backend", action="append", choices=sorted(ADMIN_URLS), help="postgresql and/or mariadb (default: both)"
+    )
     parser.add_argument("--resources", type=int, default=1_000_000)
     parser.add_argument("--tags-per-resource", type=int, default=5)
     parser.add_argument("--pool", type=int, default=1000)
@@ -385,12 +410,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for backend in backends:
         rows += run_queries(backend, args.repeats, log)
-    print("tenancy_mw tag bench: Python %s, %s; %s" % (platform.python_version(), platform.platform(),
-                                                     params.fingerprint()))
-    print("first page of %d ids ordered by id; median and p95 of %d runs; ratio = tenancy_mw / straightforward"
-          " (medians); same = both are the same SQL on this backend (their runs pooled); goal: tenancy_mw median"
-          " < %.0f ms on PostgreSQL and not above straightforward (+%d%% noise)"
-          % (PAGE, args.repeats, GOAL_MS, NOISE * 100))
+    print(
+        "tenancy_mw tag bench: Python %s, %s; %s"
+        % (platform.python_version(), platform.platform(), params.fingerprint())
+    )
+    print(
+        "first page of %d ids ordered by id; median and p95 of %d runs; ratio = tenancy_mw / straightforward"
+        " (medians); same = both are the same SQL on this backend (their runs pooled); goal: tenancy_mw median"
+        " < %.0f ms on PostgreSQL and not above straightforward (+%d%% noise)"
+        % (PAGE, args.repeats, GOAL_MS, NOISE * 100)
+    )
     print()
     print(table(rows))
     return 0

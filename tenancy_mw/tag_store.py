@@ -79,15 +79,16 @@ class TagLimitExceeded(ValueError):
     def __init__(self, resource_id: str, count: int, limit: int) -> None:
         self.limit = limit
         self.count = count
-        self.detail = "Resource %r would have %d tags; at most %d are allowed." % (
-            shorten(resource_id), count, limit)
+        self.detail = "Resource %r would have %d tags; at most %d are allowed." % (shorten(resource_id), count, limit)
         super().__init__(self.detail)
 
 
 def _check_resource_id(resource_id: object) -> str:
     if not isinstance(resource_id, str) or not 1 <= len(resource_id) <= MAX_RESOURCE_ID_LENGTH:
-        raise ValueError("resource id %s is not a string of 1 to %d characters"
-                         % (shorten(repr(resource_id)), MAX_RESOURCE_ID_LENGTH))
+        raise ValueError(
+            "resource id %s is not a string of 1 to %d characters"
+            % (shorten(repr(resource_id)), MAX_RESOURCE_ID_LENGTH)
+        )
     return resource_id
 
 
@@ -167,7 +168,7 @@ class TagStore:
         table = self.tags
         with self.engine.connect() as conn:
             for start in range(0, len(ids), _BATCH):
-                chunk = ids[start:start + _BATCH]
+                chunk = ids[start : start + _BATCH]
                 query = sa.select(table.c.resource_id, table.c.tag).where(table.c.resource_id.in_(chunk))
                 for resource_id, tag in conn.execute(query):
                     # Exact comparison is the database's job (ExactString);
@@ -230,8 +231,9 @@ class TagStore:
             gone = current - wanted_set
             new = wanted_set - current
             if gone:
-                conn.execute(self.tags.delete().where(self.tags.c.resource_id == resource_id,
-                                                      self.tags.c.tag.in_(sorted(gone))))
+                conn.execute(
+                    self.tags.delete().where(self.tags.c.resource_id == resource_id, self.tags.c.tag.in_(sorted(gone)))
+                )
             if new:
                 conn.execute(self.tags.insert(), [{"resource_id": resource_id, "tag": tag} for tag in sorted(new)])
 
@@ -241,8 +243,9 @@ class TagStore:
     def remove_tag(self, resource_id: str, tag: str) -> bool:
         """Remove *tag*; ``False`` when the resource did not have it."""
         table = self.tags
-        return self._remove(resource_id, table.delete().where(table.c.resource_id == resource_id,
-                                                              table.c.tag == tag)) > 0
+        return (
+            self._remove(resource_id, table.delete().where(table.c.resource_id == resource_id, table.c.tag == tag)) > 0
+        )
 
     def remove_all(self, resource_id: str) -> int:
         """Remove every tag of *resource_id*; return how many there were."""
@@ -251,8 +254,11 @@ class TagStore:
 
     def forget(self, resource_id: str) -> None:
         """Remove every trace of *resource_id* (its tags and lock row): call it when the resource is deleted."""
-        self._remove(resource_id, self.tags.delete().where(self.tags.c.resource_id == resource_id),
-                     self.locks.delete().where(self.locks.c.resource_id == resource_id))
+        self._remove(
+            resource_id,
+            self.tags.delete().where(self.tags.c.resource_id == resource_id),
+            self.locks.delete().where(self.locks.c.resource_id == resource_id),
+        )
 
     # Internals -------------------------------------------------------------
 
@@ -284,8 +290,9 @@ class TagStore:
             if not self._sqlite:
                 # SQLite: the delete itself takes the database's one write lock.
                 locks = self.locks
-                conn.execute(sa.select(locks.c.resource_id).where(locks.c.resource_id == resource_id)
-                             .with_for_update()).first()
+                conn.execute(
+                    sa.select(locks.c.resource_id).where(locks.c.resource_id == resource_id).with_for_update()
+                ).first()
             count = conn.execute(statement).rowcount
             for other in more:
                 conn.execute(other)

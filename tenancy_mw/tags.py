@@ -166,8 +166,9 @@ def validate_tag(tag: object, where: str = "") -> str:
     try:
         size = len(tag.encode("utf-8"))
     except UnicodeEncodeError:
-        raise InvalidTag("not-unicode", "Tag %r%s is not valid Unicode (a lone surrogate)." % (shorten(tag), at),
-                         tag) from None
+        raise InvalidTag(
+            "not-unicode", "Tag %r%s is not valid Unicode (a lone surrogate)." % (shorten(tag), at), tag
+        ) from None
     if size > MAX_TAG_BYTES:
         raise InvalidTag(
             "too-long",
@@ -178,8 +179,9 @@ def validate_tag(tag: object, where: str = "") -> str:
         raise InvalidTag("slash", "Tag %r%s contains '/', which no tag may contain." % (shorten(tag), at), tag)
     if "," in tag:
         raise InvalidTag(
-            "comma", "Tag %r%s contains ',', which no tag may contain (it separates tags in a list)."
-            % (shorten(tag), at), tag,
+            "comma",
+            "Tag %r%s contains ',', which no tag may contain (it separates tags in a list)." % (shorten(tag), at),
+            tag,
         )
     if not tag.isprintable() and _CONTROL.search(tag):
         raise InvalidTag("control-character", "Tag %r%s contains a control character." % (shorten(tag), at), tag)
@@ -520,8 +522,12 @@ def parse_tag_query(
                 elif isinstance(value, Iterable) and not isinstance(value, (bytes, bytearray)):
                     found.setdefault(name, []).extend(value)
                 else:
-                    raise InvalidTagQuery("not-a-string", "Parameter %s holds %s, not a string."
-                                          % (name, shorten(repr(value))), value, name)
+                    raise InvalidTagQuery(
+                        "not-a-string",
+                        "Parameter %s holds %s, not a string." % (name, shorten(repr(value))),
+                        value,
+                        name,
+                    )
     fields = {}
     total = 0
     for name, values in found.items():

@@ -26,7 +26,11 @@ def test_small_run_on_both_servers_reports_every_query():
     try:
         proc = subprocess.run(
             [sys.executable, str(BENCH), "--database", name, "--resources", "3000", "--repeats", "2"],
-            cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         sys.path.insert(0, str(REPO / "bench"))
@@ -38,7 +42,9 @@ def test_small_run_on_both_servers_reports_every_query():
         for backend in ("postgresql", "mariadb"):
             for query_name, _, _ in bench_tags.QUERIES:
                 assert any(line.startswith(backend) and (" %s " % query_name) in line for line in lines), (
-                    backend, query_name)
+                    backend,
+                    query_name,
+                )
         assert "r=3000 t=5 p=1000" in proc.stdout
         # Where both formulations are one statement, the table never reads
         # noise as one being slower: both columns are the same pooled runs.

@@ -96,8 +96,12 @@ def test_remove_all_and_forget(store):
     store.forget("r2")
     assert store.tags_of_many(["r1", "r2"]) == {"r1": [], "r2": []}
     with store.engine.connect() as conn:
-        assert conn.execute(sa.select(sa.func.count()).select_from(store.locks)
-                            .where(store.locks.c.resource_id == "r2")).scalar() == 0
+        assert (
+            conn.execute(
+                sa.select(sa.func.count()).select_from(store.locks).where(store.locks.c.resource_id == "r2")
+            ).scalar()
+            == 0
+        )
 
 
 def test_batch_is_one_query_for_a_page(store):
@@ -136,8 +140,10 @@ def test_concurrent_adds_near_the_limit_never_pass_it(store, start):
             store.replace_tags(resource_id, ["old%d" % n for n in range(start)])
         barrier = threading.Barrier(8)
         outcomes = []
-        threads = [threading.Thread(target=_add_after, args=(store, barrier, outcomes, resource_id, "new%d" % n))
-                   for n in range(8)]
+        threads = [
+            threading.Thread(target=_add_after, args=(store, barrier, outcomes, resource_id, "new%d" % n))
+            for n in range(8)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

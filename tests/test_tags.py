@@ -20,8 +20,25 @@ from tenancy_mw.tags import (
 # -- validation ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("tag", ["red", "Red", "red ", " x", "é" * 30, "∑" * 20, "a" * 60, "100%", "a.b", "tags",
-                                 "with space", "emoji-😀", "%", "%zz"])
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "red",
+        "Red",
+        "red ",
+        " x",
+        "é" * 30,
+        "∑" * 20,
+        "a" * 60,
+        "100%",
+        "a.b",
+        "tags",
+        "with space",
+        "emoji-😀",
+        "%",
+        "%zz",
+    ],
+)
 def test_valid_tags(tag):
     assert validate_tag(tag) == tag
 
@@ -181,8 +198,7 @@ def test_a_contradictory_query_is_valid_and_matches_nothing():
 POOL = ["a", "b", "c", "d", "e", "A", "a "]  # case and trailing space make other tags
 
 _metadata = sa.MetaData()
-RESOURCES = sa.Table("things", _metadata, sa.Column("id", sql.ExactString(40), primary_key=True),
-                     **sql.table_options())
+RESOURCES = sa.Table("things", _metadata, sa.Column("id", sql.ExactString(40), primary_key=True), **sql.table_options())
 TABLES = define_tables(_metadata)
 
 
@@ -223,8 +239,9 @@ queries = st.builds(
     tag_sets,
     st.sampled_from(["guideline", "nova"]),
 )
-resource_sets = st.dictionaries(st.sampled_from(["r%02d" % n for n in range(12)]),
-                                st.frozensets(st.sampled_from(POOL), max_size=6), max_size=12)
+resource_sets = st.dictionaries(
+    st.sampled_from(["r%02d" % n for n in range(12)]), st.frozensets(st.sampled_from(POOL), max_size=6), max_size=12
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -269,10 +286,12 @@ def test_a_caller_query_that_joins_the_tag_table_itself(tag_engine):
     # table cannot capture the subqueries' correlation.
     fill(tag_engine, {"r1": {"a", "b"}, "r2": {"a"}})
     tags = TABLES.tags
-    statement = (sa.select(RESOURCES.c.id, tags.c.tag)
-                 .join(tags, tags.c.resource_id == RESOURCES.c.id)
-                 .where(parse_tag_query("tags=b").where(RESOURCES.c.id, tags))
-                 .order_by(RESOURCES.c.id, tags.c.tag))
+    statement = (
+        sa.select(RESOURCES.c.id, tags.c.tag)
+        .join(tags, tags.c.resource_id == RESOURCES.c.id)
+        .where(parse_tag_query("tags=b").where(RESOURCES.c.id, tags))
+        .order_by(RESOURCES.c.id, tags.c.tag)
+    )
     with tag_engine.connect() as conn:
         assert conn.execute(statement).all() == [("r1", "a"), ("r1", "b")]
 
