@@ -44,6 +44,8 @@ Example::
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Iterable
 
@@ -53,12 +55,28 @@ from sqlalchemy.engine import URL
 
 from tenancy_mw import sql
 from tenancy_mw.paths import shorten
-from tenancy_mw.tags import MAX_RESOURCE_ID_LENGTH, TAG_LOCKS, TAGS, TagTables, validate_tag
+from tenancy_mw.tags import (
+    GROUPED_ANY_SMALL,
+    GROUPED_MIN_CANDIDATES,
+    MAX_RESOURCE_ID_LENGTH,
+    TAG_LOCKS,
+    TAGS,
+    TagQuery,
+    TagStatistics,
+    TagTables,
+    _is_count,
+    tag_statistics,
+    validate_tag,
+)
 
-__all__ = ["DEFAULT_MAX_TAGS", "TagLimitExceeded", "TagStore"]
+__all__ = ["DEFAULT_MAX_TAGS", "DEFAULT_STATISTICS_TTL", "TagLimitExceeded", "TagStore"]
 
 #: The spec's limit of tags per resource.
 DEFAULT_MAX_TAGS = 50
+#: Seconds :meth:`TagStore.tag_statistics` reuses PostgreSQL's statistics.
+DEFAULT_STATISTICS_TTL = 300.0
+
+LOG = logging.getLogger(__name__)
 
 # Ids per query in tags_of_many: below SQLite's limit of bound parameters.
 _BATCH = 10_000
@@ -106,6 +124,14 @@ def _retryable(exc: sa.exc.DBAPIError) -> bool:
     return bool(args) and args[0] in _RETRY_MYSQL_ERRNOS  # type: ignore[misc]
 
 
+def _check_connection(connection: object) -> None:
+    if connection is not None and not isinstance(connection, sa.Connection):
+        raise TypeError(
+            "connection must be a SQLAlchemy Connection (a Session's is session.connection()), not %r"
+            % type(connection).__name__
+        )
+
+
 class TagStore:
     """Tags of resources in the tag tables of a database.
 
@@ -116,6 +142,9 @@ class TagStore:
     :param max_tags: the most tags one resource may have.
     :param create_tables: create missing tables (tests, demos; a service
         runs ``tenancy-mw-manage db upgrade``).
+    :param statistics_ttl: seconds the tag statistics read for
+        :meth:`where` are reused (0: read every time).  They only choose the
+        SQL's shape, so stale ones cost speed, never a wrong row.
     """
 
     def __init__(
@@ -124,9 +153,18 @@ class TagStore:
         tables: TagTables | None = None,
         max_tags: int = DEFAULT_MAX_TAGS,
         create_tables: bool = False,
+        statistics_ttl: float = DEFAULT_STATISTICS_TTL,
     ) -> None:
         if max_tags < 1:
             raise ValueError("max_tags must be at least 1, not %r" % (max_tags,))
+        if not statistics_ttl >= 0:
+            raise ValueError("statistics_ttl must be 0 or more seconds, not %r" % (statistics_ttl,))
+        self.statistics_ttl = statistics_ttl
+        # (statistics or None, monotonic time they expire): one tuple,
+        # replaced whole, so threads read it without a lock; one thread at a
+        # time reads them anew while the others keep the previous ones.
+        self._statistics: tuple[TagStatistics | None, float] = (None, -1.0)
+        self._statistics_refresh = threading.Lock()
         # An engine made here is this store's to close; the service's own is not.
         self._owns_engine = not isinstance(engine, sa.Engine)
         self.engine = engine if isinstance(engine, sa.Engine) else sql.create_engine(engine)
@@ -136,6 +174,8 @@ class TagStore:
             self.tags.metadata.create_all(self.engine, tables=[self.tags, self.locks])
         dialect = self.engine.dialect
         self._sqlite = dialect.name == "sqlite"
+        # Only PostgreSQL's SQL depends on the counts (TagQuery.where).
+        self._postgresql = dialect.name == "postgresql"
         if dialect.name == "postgresql":
             self._insert_ignore = lambda table: postgresql.insert(table).on_conflict_do_nothing()
         elif dialect.name == "sqlite":
@@ -178,6 +218,112 @@ class TagStore:
         for tags in found.values():
             tags.sort()
         return found
+
+    def where(
+        self,
+        query: TagQuery,
+        resource_id: sa.ColumnElement,
+        candidates: int | None = None,
+        connection: sa.Connection | None = None,
+    ) -> sa.ColumnElement:
+        """The SQL condition of *query* on *resource_id*, over this store's tag table.
+
+        :meth:`TagQuery.where <tenancy_mw.tags.TagQuery.where>` with the tag
+        counts it can use.  *candidates*: about how many rows the caller's
+        whole query leaves before this condition, its filters and paging
+        marker included (see there; ``None``, the default, whenever it is
+        not known).  Given at least
+        :data:`~tenancy_mw.tags.GROUPED_MIN_CANDIDATES` on PostgreSQL, the
+        counts are PostgreSQL's own statistics (:meth:`tag_statistics`),
+        read once per ``statistics_ttl`` seconds on *connection* (the
+        caller's, so no second connection is taken from the pool) or on one
+        of the store's, and taken cautiously: a ``tags-any`` tag outside
+        the most common ones counts as many rows as the least common of
+        them, a required tag outside them as rare (which keeps the
+        semi-join), and none counts at all when more than
+        :data:`~tenancy_mw.tags.GROUPED_ANY_SMALL` rows changed since
+        PostgreSQL gathered them.  A tenant's own list passes no
+        *candidates*, and nothing is read.
+
+        Example::
+
+            >>> import sqlalchemy as sa
+            >>> from tenancy_mw.tags import parse_tag_query
+            >>> store = TagStore("sqlite://", create_tables=True)
+            >>> _ = store.replace_tags("srv-1", ["red"]), store.replace_tags("srv-2", ["blue"])
+            >>> servers = sa.table("servers", sa.column("id"))
+            >>> with store.engine.begin() as conn:
+            ...     _ = conn.exec_driver_sql("CREATE TABLE servers (id TEXT PRIMARY KEY)")
+            ...     _ = conn.exec_driver_sql("INSERT INTO servers VALUES ('srv-1'), ('srv-2'), ('srv-3')")
+            ...     red_or_green = store.where(parse_tag_query("tags-any=red,green"), servers.c.id)
+            ...     conn.execute(sa.select(servers.c.id).where(red_or_green)).scalars().all()
+            ['srv-1']
+            >>> store.close()
+        """
+        if candidates is not None and not _is_count(candidates):
+            raise ValueError("candidates must be a number of rows (an int of 0 or more), not %r" % (candidates,))
+        _check_connection(connection)
+        if candidates is None or candidates < GROUPED_MIN_CANDIDATES or not self._postgresql:
+            return query.where(resource_id, self.tags, candidates=candidates)
+        simple = query.simplified()
+        if simple is None or len(simple[1]) < 2:
+            return query.where(resource_id, self.tags, candidates=candidates)
+        statistics = self.tag_statistics(connection)
+        # Too many rows changed since PostgreSQL's last ANALYZE: a tag made
+        # common since then would still read as rare.
+        if statistics is None or statistics.changed > GROUPED_ANY_SMALL:
+            return query.where(resource_id, self.tags, candidates=candidates)
+        # A tag outside the common ones is on at most as many rows as the
+        # least common of them: that bound for a tags-any tag (the grouped
+        # form reads them all); for a required tag, rare (it drives the
+        # semi-join, which then wins).
+        ceiling = max(statistics.other, min(statistics.common.values(), default=0))
+        all_of, any_of = simple[0], simple[1]
+        counts = {tag: statistics.common.get(tag, ceiling) for tag in any_of}
+        counts.update((tag, statistics.common.get(tag, 0)) for tag in all_of)
+        return query.where(resource_id, self.tags, counts, candidates)
+
+    def tag_statistics(self, connection: sa.Connection | None = None) -> TagStatistics | None:
+        """PostgreSQL's estimate of how many resources carry each tag, reused for ``statistics_ttl`` seconds.
+
+        :func:`tenancy_mw.tags.tag_statistics`: one catalog query, no read
+        of the tag table, on *connection* (a SQLAlchemy ``Connection``; a
+        session's is ``session.connection()``) or on one of the store's.
+        The caller's connection is left as it was: inside its transaction
+        the read runs in a savepoint, outside it the transaction the read
+        began is ended.  ``None`` on another database, before PostgreSQL
+        has analysed the table, and when the read fails (logged; the SQL
+        then needs no statistics).  While one thread reads them anew, the
+        others keep the previous ones.
+        """
+        _check_connection(connection)
+        if not self._postgresql:
+            return None
+        statistics, expires = self._statistics
+        if expires > time.monotonic() or not self._statistics_refresh.acquire(blocking=False):
+            return statistics
+        try:
+            statistics = self._read_statistics(connection)
+            self._statistics = (statistics, time.monotonic() + self.statistics_ttl)
+        finally:
+            self._statistics_refresh.release()
+        return statistics
+
+    def _read_statistics(self, connection: sa.Connection | None) -> TagStatistics | None:
+        try:
+            if connection is None:
+                with self.engine.connect() as own:
+                    return tag_statistics(own, self.tags)
+            if connection.in_transaction():
+                with connection.begin_nested():
+                    return tag_statistics(connection, self.tags)
+            try:
+                return tag_statistics(connection, self.tags)
+            finally:
+                connection.rollback()
+        except sa.exc.DBAPIError as exc:
+            LOG.warning("Could not read PostgreSQL's statistics of %s: %s", self.tags.name, sql.error_summary(exc))
+            return None
 
     def has_tag(self, resource_id: str, tag: str) -> bool:
         """Whether *resource_id* has *tag* (compared exactly)."""

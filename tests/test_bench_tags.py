@@ -9,11 +9,21 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from tenancy_mw.tags import parse_tag_query
 from tests.conftest import require
 from tests.support import databases
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench" / "tags.py"
+
+
+def run_bench(*arguments: str) -> subprocess.CompletedProcess:
+    """``bench/tags.py`` with *arguments*, which must succeed."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), *arguments], cwd=REPO, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
 
 
 def test_small_run_on_both_servers_reports_every_query():
@@ -24,15 +34,7 @@ def test_small_run_on_both_servers_reports_every_query():
         require(engine is not None, backend)
         engines[backend] = engine
     try:
-        proc = subprocess.run(
-            [sys.executable, str(BENCH), "--database", name, "--resources", "3000", "--repeats", "2"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        proc = run_bench("--database", name, "--resources", "3000", "--repeats", "2")
         sys.path.insert(0, str(REPO / "bench"))
         try:
             import tags as bench_tags
@@ -51,7 +53,22 @@ def test_small_run_on_both_servers_reports_every_query():
         same_rows = [line.split() for line in lines if line.startswith(("postgresql", "mariadb")) and " yes " in line]
         assert same_rows, proc.stdout
         for fields in same_rows:
-            assert fields[-3] == "1.000", fields
+            assert fields[fields.index("yes") - 1] == "1.000", fields
+        # The sweep behind TagQuery.where's thresholds runs too, and says
+        # which form the store picked for each query.
+        proc = run_bench(
+            "--database", name, "--resources", "3000", "--repeats", "1", "--sweep", "--backend", "postgresql"
+        )
+        sweep_rows = [line.split() for line in proc.stdout.splitlines() if "tags-any=" in line]
+        expected = sum(1 for r in bench_tags.SWEEP_REQUIRED for pair in bench_tags.SWEEP_ANY if r not in pair)
+        assert len(sweep_rows) == expected, proc.stdout
+        # 3,000 resources: fewer candidates than GROUPED_MIN_CANDIDATES, so
+        # the store keeps the semi-join whatever the tags.
+        assert all(fields[-2] == "semi" for fields in sweep_rows), proc.stdout
+        # Then both forms on pages whose own condition leaves fewer candidates.
+        filtered = proc.stdout.split("filtered pages")[1].splitlines()[2:]
+        any_queries = [q for _, q, _ in bench_tags.QUERIES if len(parse_tag_query(q).simplified()[1]) >= 2]
+        assert len(filtered) == len(bench_tags.SWEEP_PAGES) * len(any_queries), proc.stdout
     finally:
         with engines["postgresql"].connect() as conn:
             conn.execute(sa.text("DROP DATABASE IF EXISTS %s WITH (FORCE)" % name))

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from tenancy_mw import migrations, sql
 from tenancy_mw.tag_store import TagLimitExceeded, TagStore
-from tenancy_mw.tags import InvalidTag
+from tenancy_mw.tags import GROUPED_ANY_SMALL, GROUPED_MIN_CANDIDATES, InvalidTag, TagStatistics, parse_tag_query
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +121,201 @@ def test_batch_is_one_query_for_a_page(store):
     assert found["r04"] == ["all", "t1"]
     assert found["none"] == []
     assert len(found) == 31
+
+
+class _Statements:
+    """The statements an engine sends while the block runs."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.sent: list[str] = []
+
+    def _seen(self, conn, cursor, statement, parameters, context, executemany):
+        self.sent.append(statement)
+
+    def __enter__(self):
+        sa.event.listen(self.engine, "before_cursor_execute", self._seen)
+        return self.sent
+
+    def __exit__(self, *exc_info):
+        sa.event.remove(self.engine, "before_cursor_execute", self._seen)
+
+
+def _servers(store, ids):
+    """A table of server ids beside the store's tag table; returns its id column."""
+    table = sa.Table("servers_for_tag_store", sa.MetaData(), sa.Column("id", sql.ExactString(40), primary_key=True))
+    table.drop(store.engine, checkfirst=True)
+    table.create(store.engine)
+    with store.engine.begin() as conn:
+        conn.execute(table.insert(), [{"id": server_id} for server_id in ids])
+    return table
+
+
+def _analysed(store):
+    """Let PostgreSQL gather the tag table's statistics (autovacuum would, later)."""
+    if store.engine.dialect.name == "postgresql":
+        with store.engine.connect() as conn:
+            conn.execute(sa.text("ANALYZE %s" % store.tags.name))
+            conn.commit()
+
+
+def test_where_reads_statistics_only_for_a_large_collection_and_then_reuses_them(store):
+    store.replace_tags("s1", ["red", "web"])
+    store.replace_tags("s2", ["blue"])
+    store.replace_tags("s3", ["web"])
+    _analysed(store)
+    servers = _servers(store, ["s1", "s2", "s3", "s4"])
+    try:
+        query = parse_tag_query("tags=web&tags-any=red,blue")
+        page = sa.select(servers.c.id).order_by(servers.c.id)
+        found, statistics_reads = [], []
+        for candidates in (None, GROUPED_MIN_CANDIDATES, GROUPED_MIN_CANDIDATES):
+            with _Statements(store.engine) as sent:
+                condition = store.where(query, servers.c.id, candidates)
+            statistics_reads.append(sum("pg_stats" in text for text in sent))
+            with store.engine.connect() as conn:
+                found.append(conn.execute(page.where(condition)).scalars().all())
+        assert found == [["s1"]] * 3
+        # A tenant's own list (no candidates) reads nothing; a page over a
+        # large collection reads PostgreSQL's statistics once, then reuses
+        # them; elsewhere nothing is ever read.
+        if store.engine.dialect.name == "postgresql":
+            assert statistics_reads == [0, 1, 0]
+            assert store.tag_statistics().counts(["web", "red"]) == {"web": 2, "red": 1}
+        else:
+            assert statistics_reads == [0, 0, 0]
+            assert store.tag_statistics() is None
+    finally:
+        servers.drop(store.engine)
+
+
+def test_where_on_the_callers_connection_takes_no_second_one_from_the_pool(migrated_url):
+    """A service holding its one pooled connection can still build the condition on it."""
+    engine = sql.create_engine(migrated_url, pool_size=1, max_overflow=0, pool_timeout=2)
+    tag_store = TagStore(engine)
+    try:
+        tag_store.replace_tags("s1", ["red"])
+        _analysed(tag_store)
+        servers = sa.table("servers", sa.column("id"))
+        with engine.connect() as held:
+            condition = tag_store.where(
+                parse_tag_query("tags-any=red,blue"), servers.c.id, GROUPED_MIN_CANDIDATES, connection=held
+            )
+        assert condition is not None
+    finally:
+        engine.dispose()
+
+
+def test_statistics_are_reused_for_statistics_ttl_seconds(migrated_url):
+    if not migrated_url.startswith("postgresql"):
+        # Nothing to reuse elsewhere: no statistics are ever read.
+        elsewhere = TagStore(migrated_url)
+        with _Statements(elsewhere.engine) as sent:
+            assert elsewhere.tag_statistics() is None
+        elsewhere.close()
+        assert sent == []
+        return
+    kept = TagStore(migrated_url, statistics_ttl=300)
+    fresh = TagStore(migrated_url, statistics_ttl=0)
+    try:
+        with kept.engine.begin() as conn:
+            conn.execute(kept.tags.delete())
+        for number in range(10):
+            kept.add_tag("s%d" % number, "red")
+        _analysed(kept)
+        assert kept.tag_statistics().counts(["red"]) == {"red": 10} == fresh.tag_statistics().counts(["red"])
+        for number in range(10, 30):
+            kept.add_tag("s%d" % number, "red")
+        _analysed(kept)
+        # The kept estimate is stale until it expires; estimates shape SQL only.
+        assert kept.tag_statistics().counts(["red"]) == {"red": 10}
+        assert fresh.tag_statistics().counts(["red"]) == {"red": 30}
+        with _Statements(kept.engine) as sent:
+            kept.tag_statistics()
+        assert sent == []
+    finally:
+        kept.close()
+        fresh.close()
+
+
+def _form(store, query_string, statistics):
+    """The form of tags-any the store takes on PostgreSQL over a large collection, given these statistics."""
+    from sqlalchemy.dialects import postgresql
+
+    store._statistics = (statistics, float("inf"))  # as if just read from pg_stats
+    servers = sa.table("servers", sa.column("id"))
+    condition = store.where(parse_tag_query(query_string), servers.c.id, GROUPED_MIN_CANDIDATES)
+    return "grouped" if "GROUP BY" in str(condition.compile(dialect=postgresql.dialect())) else "semi-join"
+
+
+def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
+    if not migrated_url.startswith("postgresql"):
+        return  # only PostgreSQL's SQL depends on them (test_only_postgresql_sql_depends_on_the_counts)
+    tag_store = TagStore(migrated_url)
+    try:
+        common = {"big": 500_000, "mid": 60_000, "least": 7_000}
+        fresh = TagStatistics(common, other=1_000, changed=0)
+        # Two tags outside the common ones: each as many rows as the least common (7,000): small.
+        assert _form(tag_store, "tags-any=x,y", fresh) == "grouped"
+        # Five of them: 35,000 rows, over GROUPED_ANY_SMALL alone.
+        assert _form(tag_store, "tags-any=v,w,x,y,z", fresh) == "semi-join"
+        # A required tag outside the common ones is rare: it drives the semi-join.
+        assert _form(tag_store, "tags=rare&tags-any=x,y", fresh) == "semi-join"
+        assert _form(tag_store, "tags=mid&tags-any=x,y", fresh) == "grouped"
+        # Statistics older than GROUPED_ANY_SMALL changed rows are not used at all.
+        stale = fresh._replace(changed=GROUPED_ANY_SMALL + 1)
+        assert _form(tag_store, "tags-any=x,y", stale) == "semi-join"
+        assert _form(tag_store, "tags=mid&tags-any=x,y", stale) == "semi-join"
+    finally:
+        tag_store.close()
+
+
+def test_reading_statistics_leaves_the_callers_connection_as_it_was(migrated_url):
+    tag_store = TagStore(migrated_url, statistics_ttl=0)
+    servers = sa.table("servers", sa.column("id"))
+    query = parse_tag_query("tags-any=red,blue")
+    try:
+        _analysed(tag_store)
+        with tag_store.engine.connect() as conn:
+            # Outside a transaction: none is left open, so the caller can begin its own.
+            tag_store.where(query, servers.c.id, GROUPED_MIN_CANDIDATES, connection=conn)
+            assert not conn.in_transaction()
+            with conn.begin():
+                conn.execute(tag_store.tags.insert().values(resource_id="kept-by-caller", tag="kept"))
+                # Inside the caller's transaction: it goes on, and commits what it did.
+                tag_store.where(query, servers.c.id, GROUPED_MIN_CANDIDATES, connection=conn)
+                assert conn.in_transaction()
+        assert tag_store.tags_of("kept-by-caller") == ["kept"]
+        with pytest.raises(TypeError, match="session.connection"):
+            tag_store.where(query, servers.c.id, GROUPED_MIN_CANDIDATES, connection=object())
+    finally:
+        tag_store.close()
+
+
+def test_a_failed_statistics_read_falls_back_to_the_semi_join(migrated_url, caplog):
+    if not migrated_url.startswith("postgresql"):
+        return  # nothing is read elsewhere
+    tag_store = TagStore(migrated_url, statistics_ttl=0)
+    servers = sa.table("servers", sa.column("id"))
+    try:
+        with tag_store.engine.connect() as conn, conn.begin():
+            # The caller's transaction has failed: the read cannot run in it.
+            with pytest.raises(sa.exc.DBAPIError):
+                conn.execute(sa.text("SELECT 1/0"))
+            condition = tag_store.where(
+                parse_tag_query("tags-any=red,blue"), servers.c.id, GROUPED_MIN_CANDIDATES, connection=conn
+            )
+            conn.rollback()
+        assert "EXISTS" in str(condition.compile(tag_store.engine))
+        assert "Could not read PostgreSQL's statistics" in caplog.text
+    finally:
+        tag_store.close()
+
+
+@pytest.mark.parametrize("ttl", [-1, float("nan")])
+def test_statistics_ttl_must_be_a_number_of_seconds(ttl):
+    with pytest.raises(ValueError, match="statistics_ttl"):
+        TagStore("sqlite://", statistics_ttl=ttl)
 
 
 def _add_after(store, barrier, outcomes, resource_id, tag):

@@ -128,8 +128,8 @@ class ServerTags:
         return query if query else None
 
     def condition(self, query: TagQuery, id_column):
-        """The SQL condition of *query* on the servers' id column."""
-        return query.where(id_column, self.store.tags)
+        """The SQL condition of *query* on the servers' id column: a tenant's own list, so no candidates."""
+        return self.store.where(query, id_column)
 
     def add_to_views(self, environ: dict, views: list[dict]) -> None:
         """Put ``tags`` in each server view, from 2.26 (one query for all of them)."""
