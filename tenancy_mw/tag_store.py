@@ -64,7 +64,7 @@ from tenancy_mw.tags import (
     TagQuery,
     TagStatistics,
     TagTables,
-    _is_count,
+    _check_candidates,
     tag_statistics,
     validate_tag,
 )
@@ -260,8 +260,7 @@ class TagStore:
             ['srv-1']
             >>> store.close()
         """
-        if candidates is not None and not _is_count(candidates):
-            raise ValueError("candidates must be a number of rows (an int of 0 or more), not %r" % (candidates,))
+        _check_candidates(candidates)
         _check_connection(connection)
         if candidates is None or candidates < GROUPED_MIN_CANDIDATES or not self._postgresql:
             return query.where(resource_id, self.tags, candidates=candidates)

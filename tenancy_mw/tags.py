@@ -450,8 +450,7 @@ class TagQuery(NamedTuple):
           ``NOT EXISTS`` per tag (measured as fast).
         """
         table = TAGS if tags is None else tags
-        if candidates is not None and not _is_count(candidates):
-            raise ValueError("candidates must be a number of rows (an int of 0 or more), not %r" % (candidates,))
+        _check_candidates(candidates)
         simple = self.simplified()
         if simple is None:
             return sa.false()
@@ -560,6 +559,12 @@ def _count_of(counts: Mapping[str, int], tag: str) -> int:
 def _is_count(value: object) -> bool:
     """An integer of 0 or more (numpy's too), not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0
+
+
+def _check_candidates(candidates: object) -> None:
+    """:class:`ValueError` unless *candidates* is ``None`` or a number of rows."""
+    if candidates is not None and not _is_count(candidates):
+        raise ValueError("candidates must be a number of rows (an int of 0 or more), not %r" % (candidates,))
 
 
 def _in_grouped(table: sa.Table, resource_id: sa.ColumnElement, tags: Iterable[str]) -> sa.ColumnElement:

@@ -406,3 +406,13 @@ def test_a_string_is_not_taken_for_a_list_of_tags_or_ids(store):
     with pytest.raises(TypeError, match="not a string"):
         store.tags_of_many("abc")
     assert store.tags_of("str-1") == []
+
+
+@pytest.mark.parametrize("bad", ["1000000", -5, 2.5], ids=["text", "negative", "float"])
+def test_where_refuses_candidates_that_are_not_a_number_of_rows(bad):
+    tag_store = TagStore("sqlite://", create_tables=True)
+    try:
+        with pytest.raises(ValueError, match="candidates"):
+            tag_store.where(parse_tag_query("tags-any=a,b"), sa.table("servers", sa.column("id")).c.id, bad)
+    finally:
+        tag_store.close()
