@@ -23,6 +23,7 @@ import argparse
 import configparser
 import http.client
 import json
+import math
 import os
 import random
 import re
@@ -515,6 +516,10 @@ def results(rows: list[Row]) -> list[dict]:
     return out
 
 
+#: The goal line's ratio when RequestId's own added CPU was not above zero.
+NOT_MEASURED = "not measured (RequestId added no CPU over the bare app in this run: too short or too busy)"
+
+
 def verdict(out: list[dict]) -> str | None:
     """PASS or MISS of the CPU goal, or ``None`` when the table has no full-pipeline row."""
     full = next((row for row in out if row["name"] == FULL), None)
@@ -546,12 +551,11 @@ def report_lines(out: list[dict], memory: dict | None) -> Iterable[str]:
     """The goal lines under the table."""
     result = verdict(out)
     if result is not None:
-        full = next(row for row in out if row["name"] == FULL)
-        yield "goal: public pipeline's added CPU/request <= %g x RequestId's: %.2f x  %s" % (
-            GOAL_RATIO,
-            full["ratio_to_request_id"],
-            result,
-        )
+        ratio = next(row for row in out if row["name"] == FULL)["ratio_to_request_id"]
+        # No ratio when RequestId added no CPU over the bare app (a short or
+        # busy run): say so rather than print "nan"; it cannot pass.
+        shown = "%.2f x" % ratio if not math.isnan(ratio) else NOT_MEASURED
+        yield "goal: public pipeline's added CPU/request <= %g x RequestId's: %s  %s" % (GOAL_RATIO, shown, result)
     if memory is not None:
         yield "goal: worker RSS growth from request %d to %d < %d MB: %+.2f MB (%.1f -> %.1f MB)  %s" % (
             memory["first_requests"],
