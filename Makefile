@@ -89,6 +89,13 @@ programs:
 	  fi; \
 	done
 
+# Keystone, nova and cinder from PyPI for tests/openstack/ and bench/nova.py, in a virtualenv of
+# their own (openstack-constraints.txt), cached in $(TENANCY_MW_CACHE) (~/.cache/tenancy_mw) and
+# built only when missing: a minute or two once, nothing after (tests/support/openstack.py).
+.PHONY: openstack-venv
+openstack-venv: $(STAMP)-test
+	@$(BIN)/python -m tests.support.openstack venv
+
 # The database servers of the SQL tests: started when installed but stopped.
 services:
 	@bash .ci/ensure-services
@@ -105,7 +112,7 @@ format: $(STAMP)-lint
 
 # The other Pythons' virtualenvs are installed while the main suite runs (pip
 # waits on disk and network more than on the CPU); their suites run after it.
-test: $(STAMP)-test programs services lint docs-check
+test: $(STAMP)-test programs services lint docs-check openstack-venv
 	@$(MAKE) --no-print-directory -j3 test-main venv-pythons
 	@$(MAKE) --no-print-directory test-pythons
 
@@ -155,11 +162,14 @@ install-test: $(STAMP)-test
 pytest-fast: $(STAMP)-test
 	$(BIN)/python -m pytest -m 'not slow' -q $(PYTEST_ARGS)
 
-# The in-process table, then the load run (gunicorn + wrk, a few minutes).
+# The in-process table, then the load run (gunicorn + wrk, a few minutes), then the filters'
+# share of nova-api's own CPU per request (bench/nova.py, a few minutes more).
 bench: $(STAMP)-test
 	@$(MAKE) --no-print-directory programs TEST_PROGRAMS='$(BENCH_PROGRAMS)'
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/load.py $(BENCH_LOAD_ARGS)
+	@$(MAKE) --no-print-directory openstack-venv
+	$(BIN)/python bench/nova.py $(BENCH_NOVA_ARGS)
 
 # Tag filtering in SQL at a million resources, on PostgreSQL and MariaDB
 # (bench/README.rst). Loads its data once (a few minutes), then reuses it.

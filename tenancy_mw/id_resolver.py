@@ -30,13 +30,21 @@ What the service gets, on a request that passes
 
 Which requests it looks at
     Those whose canonical path (:mod:`tenancy_mw.paths`), after the version
-    segment (``version_pattern``, found as ``tenant_path`` finds it) and,
-    when there is one, the tenant segment, follows a ``resources`` route:
-    ``/v2.1/os-services/5`` and ``/v2.1/acme/os-services/5`` both follow
-    ``/os-services/{id}``.  The reading without a tenant is tried first.
-    Empty segments (``//``) are ignored and a trailing slash does not
-    matter; literal segments compare exactly.  Every method is looked at.
-    Everything else passes untouched, without its version even being read.
+    segment and, when the path carries one, the tenant segment, follows a
+    ``resources`` route: nova serves ``/v2.1/os-services/5`` and
+    ``/v2.1/{project_id}/os-services/5`` alike, and both follow
+    ``/os-services/{id}``.  Whether the path carries a tenant is
+    ``tenant_path``'s decision when it runs before this filter, else this
+    filter's own URL layout options (:class:`~tenancy_mw.tenant_ids.TenantLayout`);
+    that reading is tried first, then the other, since the service's
+    router may read the path either way.  A tenant-owned resource
+    (``tenant=COLUMN``) is looked up only under the reading of the
+    request's tenant (``environ['tenancy.tenant_id']``: its path segment,
+    or with ``tenant_path``'s ``token_tenant`` the token's project when the
+    path carries none), never under a collection name.  Empty segments
+    (``//``) are ignored and a trailing slash does not matter; literal
+    segments compare exactly.  Every method is looked at.  Everything else
+    passes untouched, without its version even being read.
 
 Versions
     Read with microversion-parse (``get_version`` with
@@ -113,9 +121,9 @@ from tenancy_mw.cell_lookup import (
     RecordNotFound,
     outcome,
 )
-from tenancy_mw.paths import PathRefused, canonical_path, shorten
-from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN, find_version
-from tenancy_mw.tenant_path import TENANT_ID_KEY, header_environ_key
+from tenancy_mw.paths import CanonicalPath, PathRefused, canonical_path, shorten
+from tenancy_mw.tenant_ids import TenantLayout, UnknownPathSegment, find_version, tenant_layout_opts
+from tenancy_mw.tenant_path import TENANT_ID_KEY, TENANT_SEGMENT_KEY, TENANT_SOURCE_KEY, header_environ_key
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -205,12 +213,9 @@ OPTS = [
         min=1,
         help="Seconds after which a pooled connection is replaced (keep it below the servers' idle timeouts).",
     ),
-    cfg.StrOpt(
-        "version_pattern",
-        default=DEFAULT_VERSION_PATTERN,
-        help="Regular expression a whole version segment matches (Python re syntax); routes are matched "
-        "after it.",
-    ),
+    # Routes are matched after the version segment and the tenant segment, if any: tenant_path's
+    # decision when it ran before this filter, else these options'.
+    *tenant_layout_opts(),
 ]
 
 
@@ -261,12 +266,8 @@ class IdResolver(TenancyMiddleware):
         # Only the version headers are handed to microversion-parse, not every HTTP_ key.
         self.header_keys = ["HTTP_OPENSTACK_API_VERSION"] + [header_environ_key(h) for h in self.legacy_headers]
         self.vary = ("Vary", ", ".join([_STANDARD_HEADER] + self.legacy_headers))
-        try:
-            self.version_re = re.compile(options.version_pattern)
-        except re.error as exc:
-            raise self.config_error("version_pattern", options.version_pattern, str(exc)) from None
-        if self.version_re.fullmatch(""):
-            raise self.config_error("version_pattern", options.version_pattern, "it matches an empty segment")
+        self.layout = TenantLayout.from_options(options, self.config_error)
+        self.version_re = self.layout.version_re
         self.routes_by_length: dict[int, list] = {}
         for resource in self.resources:
             self.routes_by_length.setdefault(len(resource.segments), []).append(resource)
@@ -276,9 +277,17 @@ class IdResolver(TenancyMiddleware):
         )
 
     def match(self, environ: dict):
-        """``(resource, id segment, tenant segment)`` of the request, or ``None`` if no route matches.
+        """``(resource, id segment, owner)`` of the request, or ``None`` if no route matches.
 
-        The tenant segment is ``None`` when the route matched right after the version.  Raises PathRefused.
+        Routes are matched after the tenant segment when the path carries
+        one, else after the version (``tenant_path``'s decision when it ran,
+        else this filter's own layout); then, since the service's router may
+        read the path the other way, after the other reading.  *owner* is the
+        tenant whose rows a tenant-owned resource is looked up in:
+        ``environ['tenancy.tenant_id']`` when the route followed that
+        tenant's own reading (its path segment, or no segment for the
+        token's tenant), else ``None``: no tenant may be used.  Empty
+        segments are ignored.  Raises PathRefused.
         """
         canonical = canonical_path(environ)
         segments = canonical.segments
@@ -287,18 +296,46 @@ class IdResolver(TenancyMiddleware):
         version = find_version(segments, self.version_re, canonical.prefix_length)
         if version < 0:
             return None
-        rest = segments[version + 1:]
+        # The route under each reading (without a tenant segment, with one), before anything else:
+        # most requests follow no route, and need no decision about their tenant.
+        matches = {}
         routes = self.routes_by_length
-        # Without a tenant segment first, then with one.
-        for skip in (0, 1):
-            candidates = routes.get(len(rest) - skip)
+        for start in (version + 1, version + 2):
+            candidates = routes.get(len(segments) - start)
             if candidates:
-                tail = rest[skip:] if skip else rest
+                tail = segments[start:]
                 for resource in candidates:
                     ident = resource.match(tail)
                     if ident is not None:
-                        return resource, ident, (rest[0] if skip else None)
+                        matches[start] = (resource, ident)
+                        break
+        if not matches:
+            return None
+        tenant_at = self._tenant_at(environ, canonical, segments)
+        tenant = environ.get(TENANT_ID_KEY)
+        if tenant_at >= 0:
+            readings = ((tenant_at + 1, tenant if tenant == segments[tenant_at] else None), (version + 1, None))
+        else:
+            token = tenant if environ.get(TENANT_SOURCE_KEY) == "token" else None
+            readings = ((version + 1, token), (version + 2, None))
+        for start, owner in readings:
+            if start in matches:
+                resource, ident = matches[start]
+                return resource, ident, owner
         return None
+
+    def _tenant_at(self, environ: dict, canonical: CanonicalPath, segments: tuple[str, ...]) -> int:
+        """Index in *segments* (empty ones left out) of the path's tenant segment, -1 for none."""
+        decided = environ.get(TENANT_SEGMENT_KEY)
+        if decided is not None:
+            # tenant_path's index counts the empty segments; these do not.
+            return decided - canonical.segments[:decided].count("") if decided >= 0 else -1
+        try:
+            own = canonical if segments is canonical.segments else CanonicalPath(segments, canonical.trailing_slash)
+            return self.layout.tenant_index(own, canonical.prefix_length)
+        except UnknownPathSegment:
+            # Neither reading is known to be a tenant's: no tenant-owned row is looked at.
+            return -1
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         try:
@@ -307,7 +344,7 @@ class IdResolver(TenancyMiddleware):
             return self.error(environ, start_response, 400, "tenancy.bad-path." + exc.rule, exc.detail)
         if matched is None:
             return self.application(environ, start_response)
-        resource, ident, tenant_segment = matched
+        resource, ident, owner = matched
         if ident in resource.except_words:
             return self.application(environ, start_response)
         try:
@@ -341,16 +378,21 @@ class IdResolver(TenancyMiddleware):
             return self._error(environ, start_response, 400, "tenancy.invalid-id." + exc.rule, exc.detail)
         tenant = None
         if resource.tenant_column is not None:
-            tenant = environ.get(TENANT_ID_KEY)
-            if tenant_segment is None or tenant != tenant_segment:
-                # A tenant-owned resource outside a tenant's URL (tenant_path then reads the route's
-                # first segment as the tenant), or a tenant read from another segment than the one the
-                # route follows: nothing of it is visible, never another reading's tenant's record.
+            tenant = owner
+            if tenant is None:
+                # A tenant-owned resource with no tenant, or at a reading of the path that is not its
+                # tenant's (a collection name is never one): nothing of it is visible, never another
+                # reading's tenant's record.
                 return self._error(
                     environ, start_response, 404, "tenancy.not-found",
-                    "No record has %s %r here: it is found only under its tenant's URL."
+                    "No record has %s %r here: a tenant's record is found only under its tenant (its URL, or "
+                    "its token with tenant_path's token_tenant)."
                     % ("uuid" if by_uuid else "id", shorten(ident)),
                 )
+        return self._resolve(environ, start_response, resource, ident, key, by_uuid, tenant)
+
+    def _resolve(self, environ: dict, start_response, resource, ident: str, key: int | str, by_uuid: bool, tenant):
+        """Look *key* up in every cell (in *tenant*'s rows); hand the record on, or answer 404/400/503."""
         found = self.lookup.find_id(
             resource.table, key, by_uuid=by_uuid, id_column=resource.id_column, uuid_column=resource.uuid_column,
             tenant_column=resource.tenant_column, tenant=tenant,

@@ -12,6 +12,9 @@ Verbs, as ``tenancy-mw-manage GROUP VERB [options]``:
     The revision each applied component is at.
 ``db components``
     The components that ship migrations.
+``paste add --service nova|cinder PASTE_FILE`` and ``paste check PASTE_FILE``
+    Add the filters to a service's ``api-paste.ini``, and check a paste
+    file (:mod:`tenancy_mw.paste_deploy.manage`).
 
 Components add their own groups (``tenants purge``, ``idempotency purge``,
 ``ids backfill``, ...): each module named in :data:`VERB_MODULES` has a
@@ -23,6 +26,10 @@ returning the exit status.
 command exits 0 on success, 1 when the work failed (a database that cannot
 be reached, say), 2 on a usage error; errors are one line on standard
 error, never a traceback.
+
+The database verbs need the ``sql`` extra (SQLAlchemy, alembic), imported
+when one runs; without it they say which extra to install.  The ``paste``
+verbs run without it.
 
 From Python::
 
@@ -43,8 +50,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tenancy_mw import migrations, sql  # migrations first: without the sql extra it names it
-from tenancy_mw.sql import sa
+from tenancy_mw.extras import MissingExtra
 
 __all__ = ["DATABASE_URL_ENV", "VERB_MODULES", "CommandError", "add_url_argument", "build_parser", "main"]
 
@@ -56,6 +62,7 @@ VERB_MODULES: tuple[str, ...] = (
     "tenancy_mw.uuid_backfill",
     "tenancy_mw.manage_tenants",
     "tenancy_mw.idempotency.manage",
+    "tenancy_mw.paste_deploy.manage",
 )
 
 
@@ -73,6 +80,8 @@ def add_url_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def _require_url(args: argparse.Namespace) -> str:
+    from tenancy_mw.sql import sa
+
     if not args.url:
         raise CommandError("no database: give --url URL or set $%s" % DATABASE_URL_ENV)
     try:
@@ -83,6 +92,8 @@ def _require_url(args: argparse.Namespace) -> str:
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
+    from tenancy_mw import migrations
+
     url = _require_url(args)
     done = migrations.upgrade(url, args.component or None, sql_only=args.sql)
     if not args.sql:
@@ -91,12 +102,16 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 
 
 def _db_downgrade(args: argparse.Namespace) -> int:
+    from tenancy_mw import migrations
+
     migrations.downgrade(_require_url(args), args.component, args.revision)
     print("downgraded %s to %s" % (args.component, args.revision))
     return 0
 
 
 def _db_current(args: argparse.Namespace) -> int:
+    from tenancy_mw import migrations
+
     found = migrations.current(_require_url(args))
     for name in migrations.components():
         print("%s: %s" % (name, found.get(name, "(not applied)")))
@@ -104,6 +119,8 @@ def _db_current(args: argparse.Namespace) -> int:
 
 
 def _db_components(args: argparse.Namespace) -> int:
+    from tenancy_mw import migrations
+
     for name in migrations.components():
         print(name)
     return 0
@@ -133,35 +150,76 @@ def _register_db(subparsers: argparse._SubParsersAction) -> None:
     listing.set_defaults(func=_db_components)
 
 
+def _verb_modules() -> tuple[list, dict[str, MissingExtra]]:
+    """The modules of :data:`VERB_MODULES` that import here, and the error of each that needs a missing extra."""
+    loaded, missing = [], {}
+    for module_name in VERB_MODULES:
+        try:
+            loaded.append(importlib.import_module(module_name))
+        except MissingExtra as exc:
+            missing[module_name] = exc
+    return loaded, missing
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The command's argument parser, with every group of :data:`VERB_MODULES`."""
+    """The command's argument parser, with every group of :data:`VERB_MODULES` that can be imported here."""
     parser = argparse.ArgumentParser(
-        prog="tenancy-mw-manage", description="Maintain the tables of tenancy_mw's filters."
+        prog="tenancy-mw-manage", description="Maintain the tables of tenancy_mw's filters and check their deployment."
     )
     subparsers = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
     _register_db(subparsers)
-    for module_name in VERB_MODULES:
-        importlib.import_module(module_name).register(subparsers)
+    for module in _verb_modules()[0]:
+        module.register(subparsers)
     return parser
+
+
+def _failure_status(exc: Exception) -> int | None:
+    """Report a known failure in one line and return the exit status; None for anything else."""
+    # The SQL modules are imported only by the verbs that use them: look for them, never import them here.
+    migrations = sys.modules.get("tenancy_mw.migrations")
+    sqlalchemy_exc = sys.modules.get("sqlalchemy.exc")
+    if isinstance(exc, CommandError) or (migrations and isinstance(exc, migrations.MigrationError)):
+        print("tenancy-mw-manage: %s" % exc, file=sys.stderr)
+        return 1 if isinstance(exc, CommandError) else 2
+    if sqlalchemy_exc and isinstance(exc, sqlalchemy_exc.SQLAlchemyError):
+        from tenancy_mw import sql
+
+        # One line: the database's own message, without SQLAlchemy's traceback.
+        print("tenancy-mw-manage: database error: %s" % sql.error_summary(exc), file=sys.stderr)
+        return 1
+    if isinstance(exc, (OSError, MissingExtra)):
+        # A SQLite file whose folder cannot be made or read; a verb run without its extra.
+        print("tenancy-mw-manage: %s" % exc, file=sys.stderr)
+        return 1
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command with *argv* (default: ``sys.argv[1:]``); return the exit status."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    missing = _verb_modules()[1]
+    if missing and argv and not argv[0].startswith("-") and argv[0] not in _groups(parser):
+        # The group may be one whose module needs an extra: say which, rather than "invalid choice".
+        first = next(iter(missing.values()))
+        print("tenancy-mw-manage: unknown group %r; some groups need an extra: %s" % (argv[0], first), file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CommandError, migrations.MigrationError) as exc:
-        print("tenancy-mw-manage: %s" % exc, file=sys.stderr)
-        return 1 if isinstance(exc, CommandError) else 2
-    except sa.exc.SQLAlchemyError as exc:
-        # One line: the database's own message, without SQLAlchemy's traceback.
-        print("tenancy-mw-manage: database error: %s" % sql.error_summary(exc), file=sys.stderr)
-        return 1
-    except OSError as exc:
-        # A SQLite file whose folder cannot be made or read, say.
-        print("tenancy-mw-manage: %s" % exc, file=sys.stderr)
-        return 1
+    except Exception as exc:
+        status = _failure_status(exc)
+        if status is None:
+            raise
+        return status
+
+
+def _groups(parser: argparse.ArgumentParser) -> set[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -61,9 +61,21 @@ The tenant-state check
     Every other request under ``/{v}/{t}/...`` passes to the service only
     while the tenant is active: an unknown (or purged) tenant is answered
     ``404``, a deleted one ``410`` (``check_tenant_state``, on by default).
-    Run the same filter on the public endpoint with ``admin_api = false``:
-    it answers no admin call (put ``admin_cull`` before it, which culls
-    them) and still checks tenant states and redirects moved resources.
+    A request whose tenant ``tenant_path`` took from the token
+    (``token_tenant``, a path without a tenant) is checked the same way,
+    and is never an admin call.  Run the same filter on the public endpoint
+    with ``admin_api = false``: it answers no admin call (put ``admin_cull``
+    before it, which culls them) and still checks tenant states and
+    redirects moved resources.
+
+Which paths name a tenant
+    ``tenant_path``'s decision (``environ['tenancy.tenant_segment']``) when
+    it runs before this filter; else this filter's own layout options
+    (``tenant_in_path``, ``tenantless_collections``, ``tenant_id_pattern``,
+    ``version_pattern``: :class:`~tenancy_mw.tenant_ids.TenantLayout`).  A
+    collection is never a tenant: ``GET /v2.1/servers`` on the admin
+    endpoint is the service's server list, passed on, not "get tenant
+    servers".
 
 Caching across worker processes
     The check reads tenant states from an in-process cache that keeps each
@@ -142,15 +154,16 @@ from oslo_config import cfg
 from tenancy_mw.base import TenancyMiddleware
 from tenancy_mw.extras import missing_extra
 from tenancy_mw.moves import MoveProvider, MoveRefused, load_provider
-from tenancy_mw.paths import PathRefused, canonical_path, shorten
+from tenancy_mw.paths import CanonicalPath, PathRefused, canonical_path, shorten
 from tenancy_mw.sql import error_summary
 from tenancy_mw.tenant_ids import (
-    DEFAULT_VERSION_PATTERN,
     InvalidTenantId,
-    tenant_segment_index,
+    TenantLayout,
+    UnknownPathSegment,
+    tenant_layout_opts,
     validate_tenant_id,
 )
-from tenancy_mw.tenant_path import TENANT_ID_KEY
+from tenancy_mw.tenant_path import TENANT_ID_KEY, TENANT_SEGMENT_KEY, TENANT_SOURCE_KEY
 from tenancy_mw.tenant_registry import (
     ACTIVE,
     DELETED,
@@ -246,19 +259,8 @@ OPTS = [
         default=True,
         help="Answer 301, Location at the new place, when the service answers 404 under a moved resource's old path.",
     ),
-    cfg.ListOpt(
-        "tenantless_collections",
-        default=[],
-        help="Names that, right after the version segment, are collections served without a tenant (nova's "
-        "os-services, os-hypervisors): /{version}/{name}/... is then neither checked nor an admin call, and no "
-        "tenant can be called so.",
-    ),
-    cfg.StrOpt(
-        "version_pattern",
-        default=DEFAULT_VERSION_PATTERN,
-        help="Regular expression a whole version segment matches; the tenant id is the segment after it. "
-        "Keep it equal to tenant_path's.",
-    ),
+    # In a pipeline with tenant_path, tenant_path's decision is followed; these decide without it.
+    *tenant_layout_opts(),
 ]
 
 #: The member of the service's version document that ``version_discovery`` adds to a tenant's GET.
@@ -392,10 +394,7 @@ class TenantAdmin(TenancyMiddleware):
             url = sa.engine.make_url(options.connection)
         except sa.exc.ArgumentError as exc:
             raise self.config_error("connection", "***", "not a SQLAlchemy URL: %s" % exc) from None
-        try:
-            self.version_re = re.compile(options.version_pattern)
-        except re.error as exc:
-            raise self.config_error("version_pattern", options.version_pattern, str(exc)) from None
+        self.layout = TenantLayout.from_options(options, self.config_error)
         try:
             self.registry = TenantRegistry(url)
         except (sa.exc.ArgumentError, ImportError) as exc:
@@ -411,7 +410,6 @@ class TenantAdmin(TenancyMiddleware):
         self.max_body = options.max_body_bytes
         self.list_limit = options.move_list_limit
         self.redirect_moved = options.redirect_moved
-        self.tenantless = frozenset(name.strip() for name in options.tenantless_collections if name.strip())
         self._warned_disagreement = False
         self.provider: MoveProvider | None = None
         if options.move_provider and self.admin_api:
@@ -428,9 +426,9 @@ class TenantAdmin(TenancyMiddleware):
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         tenant_id = environ.get(TENANT_ID_KEY)
-        if tenant_id is None or self.admin_api or tenant_id in self.tenantless:
+        if tenant_id is None or self.admin_api:
             return self._route(environ, start_response)
-        # The public endpoint's hot path: tenant_path found the tenant.
+        # The public endpoint's hot path: tenant_path found the tenant (in the path or the token).
         return self._serve_tenant(environ, start_response, tenant_id)
 
     def _serve_tenant(self, environ: dict, start_response: Callable, tenant_id: str):
@@ -450,37 +448,32 @@ class TenantAdmin(TenancyMiddleware):
             return self._serve_redirecting(environ, start_response, tenant_id)
         return self.application(environ, start_response)
 
+    def _tenant_index(self, environ: dict, canonical: CanonicalPath) -> int:
+        """tenant_path's decision when it ran before this filter, else this filter's own layout's.
+
+        Raises :class:`~tenancy_mw.tenant_ids.UnknownPathSegment` (own decision only).
+        """
+        index = environ.get(TENANT_SEGMENT_KEY)
+        if index is None:
+            return self.layout.tenant_index(canonical, canonical.prefix_length)
+        return index
+
     def _route(self, environ: dict, start_response: Callable):
         """Find the tenant and what is asked of it; answer admin calls, check and pass the rest."""
         try:
             canonical = canonical_path(environ)
+            index = self._tenant_index(environ, canonical)
         except PathRefused as exc:
             # tenant_path answers these first; this is for a pipeline without it.
             return self.error(environ, start_response, 400, "tenancy.bad-path." + exc.rule, exc.detail)
-        index = tenant_segment_index(canonical, self.version_re, canonical.prefix_length)
+        except UnknownPathSegment as exc:
+            return self.error(environ, start_response, exc.status, "tenancy." + exc.rule, exc.detail)
         found = environ.get(TENANT_ID_KEY)
-        if found is not None and (index < 0 or canonical.segments[index] != found):
-            # tenant_path found another tenant segment (its own version_pattern,
-            # or a filter between the two rewrote the path).  The service acts on
-            # the tenant tenant_path handed on, so that one is checked; no admin
-            # call is answered on a path whose tenant the two filters disagree on.
-            if not self._warned_disagreement:
-                self._warned_disagreement = True
-                LOG.warning(
-                    "tenant_admin: tenant_path found tenant %r in %r, where this filter finds %s; keep "
-                    "their version_pattern equal and rewrite no path between them",
-                    shorten(found),
-                    shorten(str(canonical)),
-                    "none" if index < 0 else repr(canonical.segments[index]),
-                )
-            if found in self.tenantless:
-                return self.application(environ, start_response)
-            return self._serve_tenant(environ, start_response, found)
+        if found is not None and not (0 <= index < len(canonical.segments) and canonical.segments[index] == found):
+            return self._serve_other_tenant(environ, start_response, found, canonical, index)
         if index < 0:
             return self.application(environ, start_response)
         tenant_id = canonical.segments[index]
-        if tenant_id in self.tenantless:
-            return self.application(environ, start_response)
         try:
             validate_tenant_id(tenant_id)
         except InvalidTenantId as exc:
@@ -515,6 +508,23 @@ class TenantAdmin(TenancyMiddleware):
         if self.redirect_moved and rest:
             return self._serve_redirecting(environ, start_response, tenant_id)
         return self.application(environ, start_response)
+
+    def _serve_other_tenant(self, environ: dict, start_response: Callable, found: str, canonical, index: int):
+        """The service acts on *found*, which is not this path's tenant segment: check it, answer no admin call."""
+        if environ.get(TENANT_SOURCE_KEY) != "token" and not self._warned_disagreement:
+            # tenant_path found another tenant segment: a filter between the two
+            # rewrote the path, or without tenant_path's decision in environ
+            # something else set the tenant.  The service acts on the tenant
+            # handed on, so that one is checked; no admin call is answered.
+            self._warned_disagreement = True
+            LOG.warning(
+                "tenant_admin: tenant_path found tenant %r in %r, where this filter finds %s; rewrite no path "
+                "between them and give them the same layout options",
+                shorten(found),
+                shorten(str(canonical)),
+                repr(canonical.segments[index]) if 0 <= index < len(canonical.segments) else "none",
+            )
+        return self._serve_tenant(environ, start_response, found)
 
     def _load_state(self, tenant_id: str) -> str:
         try:
@@ -589,10 +599,11 @@ class TenantAdmin(TenancyMiddleware):
         """Where the resource of this request's path now lives, or ``None`` if it never moved."""
         try:
             canonical = canonical_path(environ)
-        except PathRefused:
+            index = self._tenant_index(environ, canonical)
+        except (PathRefused, UnknownPathSegment):
             return None
-        index = tenant_segment_index(canonical, self.version_re, canonical.prefix_length)
-        if index < 0 or canonical.segments[index] != tenant_id:
+        if not 0 <= index < len(canonical.segments) or canonical.segments[index] != tenant_id:
+            # No path tenant (the token's): its moves cannot be told from the URL.
             return None
         path = canonical.segments[index + 1 :]
         if suffix and path[-len(suffix) :] == suffix:

@@ -1,29 +1,51 @@
-"""``tenant_path``: take the tenant id from ``/{version}/{tenantId}/...``.
+"""``tenant_path``: find the request's tenant, in ``/{version}/{tenantId}/...`` or the token.
 
-The tenants spec puts the tenant id right after the version segment.  This
-filter finds it, checks it against the spec's rules and hands it to the
-wrapped service:
+The tenants spec puts the tenant id right after the version segment; nova
+and cinder serve every route both with and without it
+(``/v2.1/{project_id}/servers`` and ``/v2.1/servers``).  This filter decides
+once, with the service's URL layout (:class:`~tenancy_mw.tenant_ids.TenantLayout`),
+whether the path carries a tenant, checks it against the spec's rules and
+hands it to the wrapped service:
 
 - ``environ['tenancy.tenant_id']``: the decoded tenant id (a ``str``);
+- ``environ['tenancy.tenant_source']``: ``"path"`` or ``"token"``;
+- ``environ['tenancy.tenant_segment']``: the index of the tenant segment in
+  the canonical path's segments, ``-1`` when the path carries none (set on
+  every request passed on, so later filters never decide again);
 - the ``X-Tenant-Id`` request header (name set by ``tenant_header``), unless
   ``set_tenant_header = false``.  It carries the id's UTF-8 bytes, which a
   WSGI ``environ`` holds as a latin-1 ``str`` (PEP 3333); read the
   ``environ`` key for the decoded text.
 
 A copy of that header sent by the client is removed from every request,
-whatever its path: a client never chooses its tenant by header.
+whatever its path: a client never chooses its tenant by header.  A
+collection name (``servers``) is never a tenant.
 
 Which requests it touches
     The path is put in the canonical form of :mod:`tenancy_mw.paths` first
     (a path with no canonical form, such as one holding ``%2F`` or
     ``%00``, is answered ``400`` whatever its shape).  The version segment
     is the first segment matching ``version_pattern`` among those of the
-    mount point (``SCRIPT_NAME``) and the first one after it; the tenant
-    segment is the next one.  Requests with no tenant segment (``/``, the
-    version documents ``/v2.1`` and ``/v2.1/``, ``/healthcheck``) pass
-    untouched.  An empty tenant segment (``/v2.1//servers``) or a tenant id
-    breaking a rule of :mod:`tenancy_mw.tenant_ids` is answered ``400``,
-    naming the rule.
+    mount point (``SCRIPT_NAME``) and the first one after it.  With
+    ``tenant_in_path = optional`` (the default) the next segment is the
+    tenant unless it is one of ``tenantless_collections`` (every name nova
+    and cinder route without a project id); ``always`` takes it whatever it
+    is, ``never`` never.  With ``tenant_id_pattern`` set, a segment after
+    the version that is neither a listed collection nor a match is answered
+    ``404`` (``tenancy.unknown-path-segment``): the filter cannot tell it
+    apart, so it fails closed.  Requests with no tenant segment (``/``, the
+    version documents ``/v2.1`` and ``/v2.1/``, ``/v2.1/servers``,
+    ``/healthcheck``) pass with no tenant, or the token's (below).  An
+    empty tenant segment (``/v2.1//servers``) or a tenant id breaking a rule
+    of :mod:`tenancy_mw.tenant_ids` is answered ``400``, naming the rule.
+
+Optional: ``token_tenant``
+    With keystonemiddleware before this filter: a request whose path
+    carries no tenant takes the project of a confirmed token
+    (``X-Identity-Status: Confirmed`` and ``X-Project-Id``) as its tenant,
+    ``tenancy.tenant_source = "token"``.  Those headers are trusted only
+    because keystonemiddleware strips client copies of them; do not turn
+    this on without it.
 
 Optional: ``strip_tenant``
     The wrapped app sees the path without the tenant segment
@@ -32,7 +54,7 @@ Optional: ``strip_tenant``
     ``/v2.1`` urlmap), that keeps ``SCRIPT_NAME + PATH_INFO`` equal to the
     URL; when the version is in ``PATH_INFO``, links the app builds from
     ``SCRIPT_NAME`` will put the tenant before the version.  Only a tenant
-    segment inside ``PATH_INFO`` can be stripped.
+    segment of the path, inside ``PATH_INFO``, can be stripped.
 
 Optional: ``check_token_project``
     With keystonemiddleware before this filter: when it confirmed the token
@@ -47,31 +69,37 @@ Usage in ``api-paste.ini``::
     [filter:tenant_path]
     use = egg:tenancy_mw#tenant_path
     strip_tenant = false
+    # nova: project ids in URLs are hex, as nova's router takes them.
+    tenant_id_pattern = [0-9a-f-]+
 
 From Python::
 
     >>> from tenancy_mw.tenant_path import TenantPath
     >>> def my_wsgi_app(environ, start_response):
     ...     start_response("200 OK", [("Content-Type", "text/plain")])
-    ...     return [environ["HTTP_X_PROJECT_NAME"].encode()]
+    ...     return [environ.get("HTTP_X_PROJECT_NAME", "no tenant").encode()]
     >>> app = TenantPath(my_wsgi_app, {"tenant_header": "X-Project-Name"})
     >>> from webtest import TestApp
     >>> TestApp(app).get("/v2.1/acme/servers", headers={"X-Project-Name": "forged"}).text
     'acme'
+    >>> TestApp(app).get("/v2.1/servers", headers={"X-Project-Name": "forged"}).text
+    'no tenant'
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from oslo_config import cfg
 
 from tenancy_mw.base import ConfigError, TenancyMiddleware
 from tenancy_mw.paths import (
+    CanonicalPath,
     PathRefused,
+    Refused,
     canonical_path,
     check_target_length,
     max_target_length_opt,
@@ -79,10 +107,10 @@ from tenancy_mw.paths import (
     shorten,
 )
 from tenancy_mw.tenant_ids import (
-    DEFAULT_VERSION_PATTERN,
     MAX_TENANT_ID_LENGTH,
     InvalidTenantId,
-    tenant_segment_index,
+    TenantLayout,
+    tenant_layout_opts,
     validate_tenant_id,
 )
 
@@ -92,6 +120,8 @@ if TYPE_CHECKING:
 __all__ = [
     "STRIPPED_KEY",
     "TENANT_ID_KEY",
+    "TENANT_SEGMENT_KEY",
+    "TENANT_SOURCE_KEY",
     "TenantPath",
     "header_environ_key",
     "list_opts",
@@ -103,16 +133,23 @@ LOG = logging.getLogger(__name__)
 
 #: Where the decoded tenant id is left for the wrapped app.
 TENANT_ID_KEY = "tenancy.tenant_id"
+#: Where the tenant came from: ``"path"`` or ``"token"`` (set with :data:`TENANT_ID_KEY`).
+TENANT_SOURCE_KEY = "tenancy.tenant_source"
+#: The index of the tenant segment in the canonical path's segments, -1 when the path
+#: carries none: ``tenant_path``'s decision, which the filters after it follow.
+TENANT_SEGMENT_KEY = "tenancy.tenant_segment"
 #: Set once a ``tenant_path`` with ``strip_tenant`` stripped the tenant
 #: segment: a second stripping filter in the chain refuses to strip again.
 STRIPPED_KEY = "tenancy.tenant_stripped"
 
 OPTS = [
-    cfg.StrOpt(
-        "version_pattern",
-        default=DEFAULT_VERSION_PATTERN,
-        help="Regular expression a whole version segment matches (Python re syntax). "
-        "The tenant id is the segment after it.",
+    *tenant_layout_opts(),
+    cfg.BoolOpt(
+        "token_tenant",
+        default=False,
+        help="A request whose path carries no tenant takes the project of the token keystonemiddleware confirmed "
+        "(X-Identity-Status: Confirmed, X-Project-Id) as its tenant. Only with keystonemiddleware earlier in the "
+        "pipeline: it removes client copies of those headers.",
     ),
     cfg.StrOpt(
         "tenant_header",
@@ -202,9 +239,10 @@ def _attribute(app, name: str):
 
 
 class TenantPath(TenancyMiddleware):
-    """WSGI filter that takes the tenant id from ``/{version}/{tenantId}``.
+    """WSGI filter that finds the request's tenant: ``/{version}/{tenantId}``, or the token's project.
 
-    See the module documentation for what it does and its options.
+    See the module documentation for what it does and its options;
+    ``self.layout`` is its :class:`~tenancy_mw.tenant_ids.TenantLayout`.
 
     Example::
 
@@ -214,27 +252,23 @@ class TenantPath(TenancyMiddleware):
         ...     return [environ.get("tenancy.tenant_id", "-").encode()]
         >>> TestApp(TenantPath(app, {})).get("/v2.1/acme/servers").text
         'acme'
+        >>> TestApp(TenantPath(app, {})).get("/v2.1/servers").text
+        '-'
     """
 
     opt_group = "tenant_path"
     opts = OPTS
 
     def configure(self, options) -> None:
-        """Compile the version pattern and check the header name; a bad one raises ConfigError."""
-        try:
-            self.version_re = re.compile(options.version_pattern)
-        except re.error as exc:
-            raise self.config_error("version_pattern", options.version_pattern, str(exc)) from None
-        if self.version_re.fullmatch(""):
-            raise self.config_error(
-                "version_pattern", options.version_pattern, "it matches an empty segment"
-            )
+        """Build the URL layout and check the header name; a bad option raises ConfigError."""
+        self.layout = TenantLayout.from_options(options, self.config_error)
         if not _HEADER_NAME.fullmatch(options.tenant_header or ""):
             raise self.config_error("tenant_header", options.tenant_header, "not an HTTP header name")
         self.header_key = header_environ_key(options.tenant_header)
         self.set_header = options.set_tenant_header
         self.strip = options.strip_tenant
         self.check_project = options.check_token_project
+        self.token_tenant = options.token_tenant
         self.admin_roles = frozenset(role.strip().lower() for role in options.admin_roles if role.strip())
         self.max_target_length = options.max_target_length
         if self.strip:
@@ -278,17 +312,26 @@ class TenantPath(TenancyMiddleware):
             if raw is None or len(raw) > self.max_target_length:
                 check_target_length(environ, self.max_target_length)
             canonical = canonical_path(environ)
+            index = self.layout.tenant_index(canonical, canonical.prefix_length)
         except (TypeError, AttributeError):
             return self.error(
                 environ, start_response, 400, "tenancy.bad-environ",
                 "The request could not be read: a WSGI environ value is not a latin-1 string (PEP 3333).",
             )
-        except PathRefused as exc:
+        except Refused as exc:
+            # A path with no canonical form (400, 414), or a segment the layout cannot tell apart (404).
             LOG.debug("tenant_path refused %r: %s", shorten(str(exc.value), 300), exc.detail)
-            return self.error(environ, start_response, exc.status, "tenancy.bad-path." + exc.rule, exc.detail)
-        index = tenant_segment_index(canonical, self.version_re, canonical.prefix_length)
-        if index < 0:
-            return self.application(environ, start_response)
+            prefix = "tenancy.bad-path." if isinstance(exc, PathRefused) else "tenancy."
+            return self.error(environ, start_response, exc.status, prefix + exc.rule, exc.detail)
+        environ[TENANT_SEGMENT_KEY] = index
+        if index >= 0:
+            return self._path_tenant(environ, start_response, canonical, index)
+        if self.token_tenant:
+            return self._token_tenant(environ, start_response)
+        return self.application(environ, start_response)
+
+    def _path_tenant(self, environ: dict, start_response: Callable, canonical: CanonicalPath, index: int):
+        """Check the path's tenant segment, hand it on (stripped with ``strip_tenant``), call the app."""
         tenant_id = canonical.segments[index]
         try:
             # A canonical segment already holds no '/', control character,
@@ -310,8 +353,11 @@ class TenantPath(TenancyMiddleware):
                 % (shorten(environ["HTTP_X_PROJECT_ID"]), shorten(tenant_id)),
             )
         environ[TENANT_ID_KEY] = tenant_id
+        environ[TENANT_SOURCE_KEY] = "path"
         if self.set_header:
-            environ[key] = tenant_id if tenant_id.isascii() else tenant_id.encode("utf-8").decode("latin-1")
+            environ[self.header_key] = (
+                tenant_id if tenant_id.isascii() else tenant_id.encode("utf-8").decode("latin-1")
+            )
         if self.strip and index >= canonical.prefix_length:
             if environ.get(STRIPPED_KEY):
                 # A second stripping tenant_path the load-time check could not see
@@ -327,6 +373,30 @@ class TenantPath(TenancyMiddleware):
             refusal = self._strip(environ, canonical, index)
             if refusal is not None:
                 return refusal(start_response)
+        return self.application(environ, start_response)
+
+    def _token_tenant(self, environ: dict, start_response: Callable):
+        """A path with no tenant: take the confirmed token's project as the tenant (``token_tenant``)."""
+        project = environ.get("HTTP_X_PROJECT_ID")
+        if not project or environ.get("HTTP_X_IDENTITY_STATUS") != "Confirmed":
+            return self.application(environ, start_response)
+        try:
+            # keystonemiddleware's header: UTF-8 bytes as latin-1 text (PEP 3333).
+            tenant_id = validate_tenant_id(project if project.isascii() else project.encode("latin-1").decode())
+        except UnicodeError:
+            return self.error(
+                environ, start_response, 400, "tenancy.invalid-tenant-id.not-utf-8",
+                "The token's project id %r is not UTF-8 text." % shorten(project),
+            )
+        except InvalidTenantId as exc:
+            return self.error(
+                environ, start_response, 400, "tenancy.invalid-tenant-id." + exc.rule,
+                "The token's project id is not a valid tenant id: " + exc.detail,
+            )
+        environ[TENANT_ID_KEY] = tenant_id
+        environ[TENANT_SOURCE_KEY] = "token"
+        if self.set_header:
+            environ[self.header_key] = project
         return self.application(environ, start_response)
 
     def _token_may_use(self, environ: dict, tenant_id: str) -> bool:

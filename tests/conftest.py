@@ -8,6 +8,7 @@ the run if anything skipped at all.
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -37,9 +38,11 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 #: What `make test` leaves out on the other Pythons it tests (Makefile OTHER_PYTHONS), to keep CI under
-#: 20 minutes: real servers (gunicorn, uWSGI, Chromium), builds in fresh virtualenvs, and the PostgreSQL and
-#: MariaDB variants of SQL tests.  Their SQLite variants, and everything else, still run there.
+#: 20 minutes: real servers (gunicorn, uWSGI, Chromium), builds in fresh virtualenvs, the OpenStack services and
+#: their virtualenv (any test using ``openstack_venv``), and the PostgreSQL and MariaDB variants of SQL tests.
+#: Their SQLite variants, and everything else, still run there.
 SLOW_MODULES = (
+    "tests/openstack/",
     "tests/functional/",
     "tests/test_admin_cull_server.py",
     "tests/test_bench.py",
@@ -50,7 +53,7 @@ SLOW_MODULES = (
     "tests/test_sdist.py",
 )
 SERVER_BACKENDS = {"postgresql", "mariadb"}
-SERVER_FIXTURES = {"postgresql_url", "mariadb_url"}
+SERVER_FIXTURES = {"postgresql_url", "mariadb_url", "openstack_venv"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -152,3 +155,19 @@ def module_sql_url(request, tmp_path_factory):
         yield databases.sqlite_url(tmp_path_factory.mktemp("module-db") / "db.sqlite")
     else:
         yield from databases.server_database(request.param, require)
+
+
+@pytest.fixture(scope="session")
+def openstack_venv():
+    """The services' virtualenv (nova, cinder, Keystone and their clients; :mod:`tests.support.openstack`).
+
+    ``make test`` builds it before pytest runs; here it is built if missing
+    (a minute or two), or the test skips (fails under ``CI=true``) where no
+    package index can be reached.
+    """
+    from tests.support.openstack import ensure_venv
+
+    try:
+        return ensure_venv()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        require(False, "the OpenStack virtualenv (%s)" % exc)

@@ -548,3 +548,40 @@ def test_two_spellings_of_an_override_header_side_by_side_are_both_judged():
     environ["HTTP_x_http_method_override"] = "DELETE"
     assert call(AdminCull(recorder, {}), environ)[0] == 404
     assert recorder.seen == []
+
+
+# Issue 19: the URL layout's decision costs no per-request blow-up and takes no header a client forged.
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["/v2.1/servers/detail", "/v2.1/acme/servers/detail", "/v3/" + "volumes." * 900 + "json", "/v2.1/" + "x" * 255],
+)
+def test_the_layout_decides_in_a_bounded_number_of_calls(target):
+    app = TenantPath(Recorder(), {"tenant_id_pattern": "[0-9a-z.-]+"})
+    status, calls = python_calls(app, make_environ("GET", target))
+    assert status in (200, 400)
+    assert calls < 200, calls
+
+
+@pytest.mark.parametrize("status_header", [None, "Invalid", "confirmed", "Confirmed "])
+def test_a_forged_identity_never_becomes_the_token_tenant(status_header):
+    # Without keystonemiddleware's exact "Confirmed", X-Project-Id is a client's word, never a tenant.
+    recorder = Recorder()
+    headers = [("X-Project-Id", "victim"), ("X-Tenant-Id", "victim")]
+    if status_header is not None:
+        headers.append(("X-Identity-Status", status_header))
+    assert call(TenantPath(recorder, {"token_tenant": "true"}), make_environ("GET", "/v2.1/servers", headers))[0] == 200
+    (seen,) = recorder.seen
+    assert "tenancy.tenant_id" not in seen
+    assert "HTTP_X_TENANT_ID" not in seen
+
+
+@pytest.mark.parametrize("segment", ["SERVERS", "servers%20", "servers;x", "servers.json.x", "%73ervers"])
+def test_a_collection_name_spelled_otherwise_is_a_tenant_the_router_would_not_route(segment):
+    # Routes compares literals exactly: what is not the collection is read as a tenant (so checked as one),
+    # except the percent-encoded form, which decodes to the collection itself.
+    recorder = Recorder()
+    assert call(TenantPath(recorder, {}), make_environ("GET", "/v2.1/%s/detail" % segment))[0] == 200
+    decoded = urllib.parse.unquote(segment)
+    assert recorder.seen[0].get("tenancy.tenant_id") == (None if decoded == "servers" else decoded)

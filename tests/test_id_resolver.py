@@ -701,15 +701,22 @@ def owned_by_literal_tenant(tmp_path):
 
 
 def test_tenant_owned_resource_at_a_url_without_tenant_segment_is_404(owned_by_literal_tenant):
-    # tenant_path reads /v2.1/servers/4 as tenant "servers"; the path has no tenant segment for the
-    # route, so no tenant's record may be picked (least of all the one of a tenant named "servers").
+    # /v2.1/servers/4 carries no tenant ("servers" is a collection, never a tenant): no tenant's record may
+    # be picked for it, least of all the one of a tenant named "servers".
+    from tenancy_mw.tenant_path import TenantPath
+
     app = owned_by_literal_tenant
     response = app.get("/v2.1/servers/4", expect_errors=True)
     assert response.status_int == 404, response.text
     assert response.json["errors"][0]["code"] == "tenancy.not-found"
+    # In the default layout a tenant spelled like a collection has no URL of its own either.
+    assert app.get("/v2.1/servers/servers/4", expect_errors=True).status_int == 404
     assert app.recorder.seen == []
-    # Under its tenant's URL the same record is found.
-    app.get("/v2.1/servers/servers/4")
+    # In the tenants spec's own layout it has: there the same record is found under its tenant's URL,
+    # and /v2.1/servers/4 (tenant "servers", then no route) still finds nothing.
+    always = webtest.TestApp(TenantPath(app.bare.app, {"tenant_in_path": "always"}))
+    assert always.get("/v2.1/servers/4", expect_errors=True).status_int == 404
+    always.get("/v2.1/servers/servers/4")
     assert [e["tenancy.resource_id"] for e in app.recorder.seen] == [4]
 
 
@@ -858,3 +865,91 @@ def test_a_fork_while_another_thread_builds_statements_does_not_deadlock_the_chi
         assert os.waitstatus_to_exitcode(status) == 0
     finally:
         lookup.close()
+
+
+# Both URL layouts: tenant_path's decision, the token's tenant ------------------------------------------
+
+LAYOUT_RESOURCES = """
+/os-services/{id} services id uuid
+/servers/{id} services id uuid tenant=host
+"""
+TOKEN = {"X-Identity-Status": "Confirmed", "X-Project-Id": "6f70656e"}
+
+
+@pytest.fixture
+def layouts(tmp_path):
+    """One SQLite cell: record 4 is tenant 6f70656e's, record 5 tenant acme's; tenant_path with token_tenant before."""
+    from tenancy_mw.tenant_path import TenantPath
+
+    url = sqlite_cell(tmp_path / "layouts.sqlite", (4, "4b9c0f5e-8d43-4a0a-b7f2-7f2d6e0c9a14", "6f70656e"),
+                      (5, "5c1d2e3f-8d43-4a0a-b7f2-7f2d6e0c9a15", "acme"))
+    recorder = Recorder()
+    filt = IdResolver(recorder, options({"c1": url}, resources=LAYOUT_RESOURCES))
+    app = webtest.TestApp(TenantPath(filt, {"token_tenant": "true"}))
+    app.recorder = recorder
+    app.filter = filt
+    yield app
+    filt.lookup.close()
+
+
+@pytest.mark.parametrize("path", ["/v2.1/os-services/4", "/v2.1/6f70656e/os-services/4", "/v2.1/acme/os-services/4"])
+def test_a_cloud_resource_is_resolved_with_and_without_a_project_in_the_url(layouts, path):
+    layouts.get(path)
+    assert [(e["tenancy.cell"], e["tenancy.resource_id"]) for e in layouts.recorder.seen] == [("c1", 4)]
+
+
+@pytest.mark.parametrize("path", ["/v2.1/servers/4", "/v2.1/6f70656e/servers/4"])
+def test_a_tenant_owned_resource_is_found_for_its_tenant_in_either_layout(layouts, path):
+    layouts.get(path, headers=TOKEN)
+    assert [e["tenancy.resource_id"] for e in layouts.recorder.seen] == [4]
+
+
+def test_the_token_tenant_sees_only_its_own_records(layouts):
+    # Record 5 is acme's: the token's tenant 6f70656e does not see it in the layout without a project id.
+    response = layouts.get("/v2.1/servers/5", headers=TOKEN, expect_errors=True)
+    assert response.status_int == 404
+    assert response.json["errors"][0]["code"] == "tenancy.not-found"
+    # Neither does a request without a confirmed token, whose path carries no tenant.
+    assert layouts.get("/v2.1/servers/4", headers={"X-Project-Id": "6f70656e"}, expect_errors=True).status_int == 404
+    # Its path tenant is acme's own URL: found (check_token_project is tenant_path's business, off here).
+    layouts.get("/v2.1/acme/servers/5", headers=TOKEN)
+    assert [e["tenancy.resource_id"] for e in layouts.recorder.seen] == [5]
+
+
+def test_a_collection_name_is_never_the_tenant_of_a_lookup(layouts):
+    # "servers" after the version is a collection: the route after it is no tenant's reading.
+    for path in ("/v2.1/servers/servers/4", "/v2.1/os-keypairs/servers/4"):
+        assert layouts.get(path, headers=TOKEN, expect_errors=True).status_int == 404, path
+    assert layouts.recorder.seen == []
+
+
+def test_alone_it_reads_the_layout_itself(tmp_path):
+    url = sqlite_cell(tmp_path / "alone.sqlite", (4, "4b9c0f5e-8d43-4a0a-b7f2-7f2d6e0c9a14", "6f70656e"))
+    recorder = Recorder()
+    filt = IdResolver(recorder, options({"c1": url}, resources=LAYOUT_RESOURCES, tenant_id_pattern="[0-9a-f-]+"))
+    try:
+        app = webtest.TestApp(filt)
+        app.get("/v2.1/6f70656e/os-services/4")
+        app.get("/v2.1/os-services/4")
+        # A segment it cannot tell apart: cloud records are still resolved (the service may route it
+        # either way), a tenant's never.
+        app.get("/v2.1/os-widgets/os-services/4")
+        assert app.get("/v2.1/os-widgets/servers/4", expect_errors=True).status_int == 404
+        owner = {"tenancy.tenant_id": "6f70656e"}
+        app.get("/v2.1/6f70656e/servers/4", extra_environ=owner)
+        assert [e["tenancy.resource_id"] for e in recorder.seen] == [4, 4, 4, 4]
+    finally:
+        filt.lookup.close()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("tenant_in_path", "sometimes"), ("tenantless_collections", "os-services, .."), ("tenant_id_pattern", "[")],
+)
+def test_bad_layout_options_fail_at_load_naming_option_and_value(option, value):
+    with pytest.raises(ConfigError) as caught:
+        IdResolver(Recorder(), options({"c1": "sqlite://"}, **{option: value}))
+    message = str(caught.value)
+    assert "id_resolver" in message
+    assert option in message
+    assert repr(value.split(", ")[-1]) in message

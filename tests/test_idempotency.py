@@ -14,6 +14,7 @@ import pytest
 from tenancy_mw.base import ConfigError
 from tenancy_mw.idempotency.filter import Idempotency
 from tenancy_mw.idempotency.records import RecordCodec
+from tenancy_mw.tenant_path import TenantPath
 from tests.support.idempotency import BACKENDS, CREATE_BODY, SECRET, CountingApp, post, store_options
 
 
@@ -499,3 +500,54 @@ def test_sql_store_down_is_503_or_unprotected(caplog):
         assert post(opened, new_token())[0] == 201
     assert "unprotected" in caplog.text
     assert app.calls == 1
+
+
+# Scope in both URL layouts, behind a real tenant_path -----------------------------------------------------
+
+KEYPAIR_BODY = b'{"keypair": {"name": "k1"}}'
+
+
+def confirmed(project: str) -> dict:
+    """What keystonemiddleware leaves in environ for a token it validated."""
+    return {"HTTP_X_IDENTITY_STATUS": "Confirmed", "HTTP_X_PROJECT_ID": project, "HTTP_X_ROLES": "member"}
+
+
+@pytest.mark.parametrize("token_tenant", ["false", "true"])
+@pytest.mark.parametrize("layout", ["/v2.1/{project}/os-keypairs", "/v2.1/os-keypairs"])
+def test_the_same_token_and_body_from_two_projects_get_separate_answers(build, layout, token_tenant):
+    # The issue's cross-project replay: another project's member sent the first one's token and body.
+    app = CountingApp()
+    pipeline = TenantPath(build(app), {"token_tenant": token_tenant})
+    token = new_token()
+    answers = {}
+    for project in ("6f70656e", "0a1b2c3d"):
+        target = layout.format(project=project)
+        answers[project] = post(pipeline, token, tenant=None, target=target, body=KEYPAIR_BODY,
+                                environ=confirmed(project))
+        assert answers[project][0] == 201
+        assert "Idempotent-Replayed" not in answers[project][1]
+    assert answers["6f70656e"][2] != answers["0a1b2c3d"][2]
+    assert app.calls == 2
+    for project, first in answers.items():
+        again = post(pipeline, token, tenant=None, target=layout.format(project=project), body=KEYPAIR_BODY,
+                     environ=confirmed(project))
+        assert (again[2], again[1]["Idempotent-Replayed"]) == (first[2], "true")
+    assert app.calls == 2
+
+
+def test_a_path_tenant_that_differs_from_the_token_keeps_the_tokens_scope(build):
+    app = CountingApp()
+    pipeline = TenantPath(build(app), {})
+    token = new_token()
+    first = post(pipeline, token, tenant=None, target="/v2.1/6f70656e/servers", environ=confirmed("6f70656e"))
+    assert first[0] == 201
+    # Another project naming the first one's tenant in its path does not reach the first one's scope ...
+    other = post(pipeline, token, tenant=None, target="/v2.1/6f70656e/servers", environ=confirmed("0a1b2c3d"))
+    assert other[0] == 201
+    assert "Idempotent-Replayed" not in other[1]
+    assert other[2] != first[2]
+    # ... and the first project naming another tenant stays in its own: the token is taken (another path).
+    moved = post(pipeline, token, tenant=None, target="/v2.1/0a1b2c3d/servers", environ=confirmed("6f70656e"))
+    assert moved[0] == 409
+    assert json.loads(moved[2])["errors"][0]["code"] == "idempotency.token-reused"
+    assert app.calls == 2

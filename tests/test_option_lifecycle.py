@@ -192,3 +192,49 @@ def test_a_filter_namespace_generates_a_sample_with_that_filter_alone(tmp_path):
         assert sections == ["[DEFAULT]", "[%s]" % group], (group, sections)
         for opt in FILTERS[group].all_opts():
             assert ("\n#%s =" % opt.dest) in sample, (group, opt.dest)
+
+
+LAYOUT_FILTERS = ("tenant_path", "tenant_admin", "id_resolver")
+
+
+def test_the_url_layout_options_are_one_declaration_each_filter_holds_a_copy_of():
+    from tenancy_mw.tenant_ids import tenant_layout_opts
+
+    shared = {opt.dest: opt for opt in tenant_layout_opts()}
+    seen_ids: set[int] = set()
+    for group in LAYOUT_FILTERS:
+        own = {opt.dest: opt for opt in FILTERS[group].all_opts() if opt.dest in shared}
+        assert set(own) == set(shared), group
+        for name, opt in own.items():
+            assert (type(opt), opt.default, opt.help) == (type(shared[name]), shared[name].default, shared[name].help)
+            assert id(opt) not in seen_ids
+            seen_ids.add(id(opt))
+
+
+def test_a_layout_default_set_for_one_filter_leaves_the_others_alone(restore_defaults):
+    from tenancy_mw import tenant_path
+
+    tenant_path.set_defaults(tenant_in_path="always", tenantless_collections=["widgets"])
+    assert FILTERS["tenant_path"](Recorder(), {}).layout.tenant_in_path == "always"
+    for group in ("tenant_admin", "id_resolver"):
+        built = FILTERS[group](Recorder(), minimal_options(group))
+        try:
+            assert built.layout.tenant_in_path == "optional"
+            assert "servers" in built.layout.collections
+        finally:
+            closer = getattr(built, "close", None) or built.lookup.close
+            closer()
+    with pytest.raises(ConfigError, match=r"set_defaults\(tenant_in_path='sometimes'\) is invalid"):
+        tenant_path.set_defaults(tenant_in_path="sometimes")
+
+
+def test_the_layout_options_read_from_an_oslo_config_file(tmp_path):
+    conf_file = tmp_path / "service.conf"
+    conf_file.write_text(
+        "[tenant_path]\ntenant_in_path = optional\ntenant_id_pattern = [0-9a-f-]+\n"
+        "tenantless_collections = widgets,gadgets\ntoken_tenant = true\n"
+    )
+    conf = cfg.ConfigOpts()
+    conf([], project="tenancy-test", default_config_files=[str(conf_file)])
+    layout = FILTERS["tenant_path"](Recorder(), conf).layout
+    assert (layout.collections, layout.tenant_id_pattern) == ({"widgets", "gadgets"}, "[0-9a-f-]+")

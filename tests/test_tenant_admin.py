@@ -528,7 +528,8 @@ def _strip_version(app):
 @pytest.mark.parametrize("pipeline", ["rewrite between", "other version pattern"])
 def test_the_tenant_the_service_gets_is_the_one_checked(registry_url, pipeline):
     # The admin endpoint's filter: whatever it makes of the path, the tenant
-    # tenant_path handed on (environ['tenancy.tenant_id']) is the one checked.
+    # tenant_path handed on (environ['tenancy.tenant_id']) is the one checked;
+    # it follows tenant_path's decision (environ['tenancy.tenant_segment']), not its own version_pattern.
     service = WidgetService()
     admin = TenantAdmin(service, {"connection": registry_url})
     BUILT.append(admin)
@@ -541,7 +542,11 @@ def test_the_tenant_the_service_gets_is_the_one_checked(registry_url, pipeline):
     admin.registry.delete("gone")
     assert error_code(app.get("/%s/nobody/widgets" % version, status=404)) == "tenancy.tenant-not-found"
     assert error_code(app.get("/%s/gone/widgets" % version, status=410)) == "tenancy.tenant-deleted"
-    assert error_code(app.put_json("/%s/nobody" % version, {}, status=404)) == "tenancy.tenant-not-found"
+    if pipeline == "rewrite between":
+        # The path it sees no longer holds tenant_path's tenant where tenant_path found it: no admin call.
+        assert error_code(app.put_json("/%s/nobody" % version, {}, status=404)) == "tenancy.tenant-not-found"
+    else:
+        assert app.put_json("/%s/nobody" % version, {}, status=201).headers["Location"].endswith("/latest/nobody")
     assert service.calls == 0
     app.get("/%s/acme/widgets" % version, status="*")  # the service's own answer to a path it may not route
     assert service.calls == 1
@@ -842,3 +847,91 @@ def test_version_discovery_keeps_a_tenants_own_version_member_and_warns(registry
     with caplog.at_level("WARNING", logger="tenancy_mw.tenant_admin"):
         assert later.get("/v2.1/acme").json == {"version": "mine"}
     assert "holds its own 'version' member" in caplog.text
+
+
+# The URL layout: tenant_path's decision, or the filter's own -----------------------------------------
+
+CONFIRMED = {"X-Identity-Status": "Confirmed", "X-Project-Id": "6f70656e"}
+
+
+def layered(registry_url, tenant_path=None, **options):
+    """``(client, admin, service)``: tenant_admin behind a tenant_path with *tenant_path* options, or alone (None)."""
+    service = WidgetService()
+    conf = {"connection": registry_url}
+    conf.update({k: str(v) for k, v in options.items()})
+    admin = TenantAdmin(service, conf)
+    BUILT.append(admin)
+    app = admin if tenant_path is None else TenantPath(admin, tenant_path)
+    return webtest.TestApp(app), admin, service
+
+
+@pytest.mark.parametrize("tenant_path", [{}, None], ids=["behind tenant_path", "alone"])
+def test_a_collection_on_the_admin_endpoint_goes_to_the_service_not_the_tenant_api(registry_url, tenant_path):
+    client, _, service = layered(registry_url, tenant_path)
+    # GET /v2.1/servers is the service's list, not "GET tenant servers" (which would be 404 tenant-not-found).
+    assert client.get("/v2.1/servers", status=404).json == {"error": "no such widget"}
+    assert client.put_json("/v2.1/os-keypairs", {}, status=404).json == {"error": "no such widget"}
+    assert client.delete("/v2.1/flavors", status=404).json == {"error": "no such widget"}
+    client.post("/v2.1/servers/action/restore", status=404)
+    assert service.calls == 4
+    assert registry_rows(registry_url) == ([], 0)
+    # A tenant's own URL is still the admin API.
+    client.put_json("/v2.1/acme", {}, status=201)
+    assert service.calls == 4
+
+
+@pytest.mark.parametrize("admin_api", [True, False], ids=["admin endpoint", "public endpoint"])
+def test_with_token_tenant_the_state_check_applies_to_the_tokens_tenant(registry_url, admin_api):
+    client, admin, service = layered(registry_url, {"token_tenant": "true"}, admin_api=admin_api, cache_ttl=0)
+    no_tenant = client.get("/v2.1/servers", headers=CONFIRMED, status=404)
+    assert error_code(no_tenant) == "tenancy.tenant-not-found"
+    assert "'6f70656e'" in no_tenant.json["errors"][0]["detail"]
+    admin.registry.put("6f70656e", {})
+    assert client.get("/v2.1/servers", headers=CONFIRMED, status=404).json == {"error": "no such widget"}
+    assert client.get("/v2.1/6f70656e/widgets", headers=CONFIRMED).json == {"widgets": []}
+    admin.registry.delete("6f70656e")
+    assert error_code(client.post("/v2.1/os-keypairs", headers=CONFIRMED, status=410)) == "tenancy.tenant-deleted"
+    # Without a confirmed token there is no tenant to check.
+    client.get("/v2.1/servers", headers={"X-Project-Id": "6f70656e"}, status=404)
+    assert service.calls == 3
+    assert registry_rows(registry_url)[0][0][:2] == ("6f70656e", "deleted")
+
+
+def test_the_tokens_tenant_is_never_an_admin_call(registry_url):
+    client, _, service = layered(registry_url, {"token_tenant": "true", "tenant_in_path": "never"})
+    # Under the never layout /v2.1/acme is no tenant URL: the token's tenant is checked, nothing is created.
+    assert error_code(client.put_json("/v2.1/acme", {}, headers=CONFIRMED, status=404)) == "tenancy.tenant-not-found"
+    assert registry_rows(registry_url) == ([], 0)
+    assert service.calls == 0
+
+
+def test_alone_it_decides_with_its_own_layout_and_fails_closed(registry_url):
+    client, _, service = layered(registry_url, None, tenant_id_pattern="[0-9a-f-]+")
+    refused = client.get("/v2.1/os-widgets/1", status=404)
+    assert error_code(refused) == "tenancy.unknown-path-segment"
+    assert "'os-widgets'" in refused.json["errors"][0]["detail"]
+    assert error_code(client.get("/v2.1/abc1/widgets", status=404)) == "tenancy.tenant-not-found"
+    client.get("/v2.1/servers", status=404)
+    assert service.calls == 1
+    spec, _, _ = layered(registry_url, None, tenant_in_path="always")
+    assert error_code(spec.get("/v2.1/servers", status=404)) == "tenancy.tenant-not-found"
+
+
+def test_it_follows_tenant_paths_layout_over_its_own(registry_url):
+    # tenant_path (default layout) found no tenant in /v2.1/servers: tenant_admin's own "always" is not asked.
+    client, _, service = layered(registry_url, {}, tenant_in_path="always")
+    assert client.get("/v2.1/servers", status=404).json == {"error": "no such widget"}
+    assert service.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("tenant_in_path", "sometimes"), ("tenantless_collections", "os-services, a/b"), ("tenant_id_pattern", "(")],
+)
+def test_bad_layout_options_fail_at_load_naming_the_value(option, value):
+    with pytest.raises(ConfigError) as caught:
+        TenantAdmin(WidgetService(), {"connection": "sqlite://", option: value})
+    message = str(caught.value)
+    assert "tenant_admin" in message
+    assert option in message
+    assert repr(value.split(", ")[-1]) in message

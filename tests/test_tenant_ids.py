@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tenancy_mw.paths import PathRefused
+from tenancy_mw.paths import CanonicalPath, PathRefused, canonicalize
 from tenancy_mw.tenant_ids import (
+    DEFAULT_TENANTLESS_COLLECTIONS,
+    DEFAULT_VERSION_PATTERN,
     InvalidTenantId,
+    LayoutError,
+    TenantLayout,
     TenantPathParts,
+    UnknownPathSegment,
     quote_tenant_id,
     split_tenant_path,
+    tenant_layout_opts,
+    tenant_segment_index,
     validate_tenant_id,
 )
 
@@ -159,3 +168,189 @@ def test_any_bytes_yield_a_valid_id_or_a_refusal(data):
         return
     if parts is not None:
         assert validate_tenant_id(parts.tenant_id) == parts.tenant_id
+
+
+# The URL layout (TenantLayout) -------------------------------------------------------------------
+
+#: nova 34.0.0's top-level route names (nova/api/openstack/compute/routes.py) and cinder 29.0.0's
+#: (cinder/api/v3/router.py and the ResourceExtensions of cinder/api/contrib): served without a project id.
+NOVA_COLLECTIONS = """extensions flavors images limits os-agents os-aggregates os-assisted-volume-snapshots
+os-availability-zone os-baremetal-nodes os-cells os-certificates os-cloudpipe os-console-auth-tokens os-fixed-ips
+os-floating-ip-dns os-floating-ip-pools os-floating-ips os-floating-ips-bulk os-fping os-hosts os-hypervisors
+os-instance_usage_audit_log os-keypairs os-migrations os-networks os-quota-class-sets os-quota-sets
+os-security-group-default-rules os-security-group-rules os-security-groups os-server-external-events
+os-server-groups os-services os-simple-tenant-usage os-snapshots os-tenant-networks os-volumes os-volumes_boot
+servers versions""".split()
+CINDER_COLLECTIONS = """attachments backups capabilities cgsnapshots clusters consistencygroups default-types
+extensions group_snapshots group_types groups limits manageable_snapshots manageable_volumes messages
+os-availability-zone os-hosts os-quota-class-sets os-quota-sets os-services os-snapshot-manage os-volume-manage
+os-volume-transfer qos-specs resource_filters scheduler-stats snapshots types volume-transfers volumes
+workers""".split()
+
+
+def segments_of(path: str, prefix_length: int = 0):
+    return canonicalize(path, prefix_length=prefix_length)
+
+
+def test_the_default_collections_are_nova_and_cinders_top_level_names_once_each():
+    assert set(DEFAULT_TENANTLESS_COLLECTIONS) == set(NOVA_COLLECTIONS) | set(CINDER_COLLECTIONS)
+    assert len(DEFAULT_TENANTLESS_COLLECTIONS) == len(set(DEFAULT_TENANTLESS_COLLECTIONS))
+    assert TenantLayout().collections == frozenset(DEFAULT_TENANTLESS_COLLECTIONS)
+
+
+@pytest.mark.parametrize(
+    ("path", "optional", "always"),
+    [
+        ("/v2.1/6f70656e/servers", 1, 1),
+        ("/v2.1/acme", 1, 1),
+        ("/v2.1/servers", -1, 1),
+        ("/v2.1/servers/detail", -1, 1),
+        ("/v2.1/os-keypairs", -1, 1),
+        ("/v2/flavors/1/os-extra_specs", -1, 1),
+        ("/v3/volumes", -1, 1),
+        ("/v3/default-types/x", -1, 1),
+        # Routes' format suffix: cinder serves /v3/volumes.json as volumes.
+        ("/v3/volumes.json", -1, 1),
+        # Only one suffix, and only after a listed name.
+        ("/v3/volumes.x.y", 1, 1),
+        ("/v3/acme.json", 1, 1),
+        ("/v3/volumes.", 1, 1),
+        # Compared exactly, as Routes does.
+        ("/v2.1/Servers", 1, 1),
+        ("/v2.1/servers%20", 1, 1),
+        ("/v2.1", -1, -1),
+        ("/v2.1/", -1, -1),
+        ("/", -1, -1),
+        ("/healthcheck", -1, -1),
+    ],
+)
+def test_the_optional_layout_takes_no_collection_for_a_tenant(path, optional, always):
+    canonical = segments_of(path)
+    assert TenantLayout().tenant_index(canonical) == optional
+    assert TenantLayout(tenant_in_path="always").tenant_index(canonical) == always
+    assert TenantLayout(tenant_in_path="never").tenant_index(canonical) == -1
+
+
+@pytest.mark.parametrize("name", NOVA_COLLECTIONS + CINDER_COLLECTIONS)
+def test_every_nova_and_cinder_collection_is_no_tenant(name):
+    assert TenantLayout().tenant_index(segments_of("/v2.1/%s/x" % name)) == -1
+
+
+def test_the_always_reading_is_tenant_segment_index():
+    layout = TenantLayout(tenant_in_path="always")
+    for path in ("/v2.1/servers", "/v1.0/acme/widgets", "/healthcheck", "/x/v2/t"):
+        canonical = segments_of(path)
+        assert layout.tenant_index(canonical) == tenant_segment_index(canonical, layout.version_re)
+
+
+def test_the_version_may_be_in_the_mount():
+    mounted = segments_of("/v2.1/acme/servers", prefix_length=1)
+    assert TenantLayout().tenant_index(mounted, mounted.prefix_length) == 1
+    deeper = segments_of("/compute/v2.1/servers", prefix_length=1)
+    assert TenantLayout().tenant_index(deeper, 1) == -1
+    assert TenantLayout(tenant_in_path="always").tenant_index(deeper, 1) == 2
+    assert TenantLayout(tenant_in_path="always").tenant_index(deeper, 0) == -1
+
+
+def test_a_tenant_id_pattern_makes_an_unknown_segment_a_404_naming_it():
+    nova = TenantLayout(tenant_id_pattern="[0-9a-f-]+")
+    assert nova.tenant_index(segments_of("/v2.1/6f70656e-1/servers")) == 1
+    assert nova.tenant_index(segments_of("/v2.1/servers")) == -1
+    for segment in ("os-widgets", "ACME", "6f70656e%20"):
+        with pytest.raises(UnknownPathSegment) as caught:
+            nova.tenant_index(segments_of("/v2.1/%s/x" % segment))
+        refused = caught.value
+        assert (refused.status, refused.rule) == (404, "unknown-path-segment")
+        assert refused.value == segments_of("/" + segment).segments[0]
+        assert repr(refused.value) in refused.detail
+        assert "tenantless_collections" in refused.detail
+    # An empty segment is the caller's to refuse as a tenant id (400), not an unknown one.
+    assert nova.tenant_index(segments_of("/v2.1//servers")) == 1
+
+
+def test_in_the_always_layout_the_pattern_checks_every_tenant():
+    layout = TenantLayout(tenant_in_path="always", tenant_id_pattern="[0-9a-f-]+")
+    assert layout.tenant_index(segments_of("/v3/abc123/volumes")) == 1
+    with pytest.raises(UnknownPathSegment) as caught:
+        layout.tenant_index(segments_of("/v3/volumes"))
+    assert "'volumes'" in caught.value.detail
+    assert "[0-9a-f-]+" in caught.value.detail
+
+
+def test_own_collections_replace_the_defaults_and_blank_names_are_skipped():
+    layout = TenantLayout(tenantless_collections=[" widgets ", "", "os-things"])
+    assert layout.collections == {"widgets", "os-things"}
+    assert layout.tenant_index(segments_of("/v1/widgets/3")) == -1
+    assert layout.tenant_index(segments_of("/v1/servers/3")) == 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "option", "value"),
+    [
+        ({"version_pattern": "v[0-9"}, "version_pattern", "v[0-9"),
+        ({"version_pattern": "v?"}, "version_pattern", "v?"),
+        ({"version_pattern": None}, "version_pattern", None),
+        ({"tenant_in_path": "sometimes"}, "tenant_in_path", "sometimes"),
+        ({"tenantless_collections": ["servers", "a/b"]}, "tenantless_collections", "a/b"),
+        ({"tenantless_collections": [".."]}, "tenantless_collections", ".."),
+        ({"tenantless_collections": ["a\nb"]}, "tenantless_collections", "a\nb"),
+        ({"tenantless_collections": ["a%2Fb"]}, "tenantless_collections", "a%2Fb"),
+        ({"tenant_id_pattern": "[0-9"}, "tenant_id_pattern", "[0-9"),
+    ],
+)
+def test_bad_layout_options_are_refused_naming_option_and_value(arguments, option, value):
+    with pytest.raises(LayoutError) as caught:
+        TenantLayout(**arguments)
+    assert (caught.value.option, caught.value.value) == (option, value)
+    assert option in str(caught.value)
+    assert repr(value) in str(caught.value)
+
+
+def test_from_options_raises_the_filters_own_config_error():
+    options = SimpleNamespace(
+        version_pattern="v[0-9]+", tenant_in_path="always", tenantless_collections=["x"], tenant_id_pattern="("
+    )
+    seen = []
+
+    def config_error(option, value, reason):
+        seen.append((option, value))
+        return KeyError(option)
+
+    with pytest.raises(KeyError):
+        TenantLayout.from_options(options, config_error)
+    assert seen == [("tenant_id_pattern", "(")]
+    with pytest.raises(LayoutError):
+        TenantLayout.from_options(options)
+    options.tenant_id_pattern = None
+    assert TenantLayout.from_options(options).tenant_in_path == "always"
+
+
+def test_the_layout_options_are_new_copies_each_time():
+    first, second = tenant_layout_opts(), tenant_layout_opts()
+    assert [o.dest for o in first] == [
+        "version_pattern",
+        "tenant_in_path",
+        "tenantless_collections",
+        "tenant_id_pattern",
+    ]
+    assert not {id(o) for o in first} & {id(o) for o in second}
+    defaults = {o.dest: o.default for o in first}
+    assert defaults == {
+        "version_pattern": DEFAULT_VERSION_PATTERN,
+        "tenant_in_path": "optional",
+        "tenantless_collections": list(DEFAULT_TENANTLESS_COLLECTIONS),
+        "tenant_id_pattern": None,
+    }
+    first[2].default.append("changed")
+    assert "changed" not in second[2].default
+    assert "changed" not in DEFAULT_TENANTLESS_COLLECTIONS
+
+
+@given(st.lists(st.sampled_from(["v2.1", "acme", "servers", "volumes.json", "", "x.y", "6f70"]), max_size=5))
+def test_optional_is_always_or_nothing_and_never_a_collection(segments):
+    canonical = CanonicalPath(tuple(segments))
+    optional = TenantLayout().tenant_index(canonical)
+    always = TenantLayout(tenant_in_path="always").tenant_index(canonical)
+    assert optional in (-1, always)
+    if optional == -1 and always >= 0:
+        assert TenantLayout().is_collection(canonical.segments[always])

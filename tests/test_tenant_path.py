@@ -238,6 +238,10 @@ def test_webtest_without_raw_uri():
         ({"error_format": "xml"}, "error_format"),
         ({"tenant_header": "X Tenant"}, "tenant_header"),
         ({"tenant_hedaer": "X-Tenant"}, "tenant_hedaer"),
+        ({"tenant_in_path": "sometimes"}, "tenant_in_path"),
+        ({"tenantless_collections": "servers, a%2Fb"}, "'a%2Fb'"),
+        ({"tenant_id_pattern": "[0-9a-f"}, "tenant_id_pattern = '[0-9a-f'"),
+        ({"token_tenant": "perhaps"}, "token_tenant"),
     ],
 )
 def test_bad_options_fail_at_construction_naming_the_option(conf, named):
@@ -299,3 +303,154 @@ def test_any_request_target_gets_a_valid_tenant_or_a_400(data, raw_key):
     tenant = recorder.seen[0].get("tenancy.tenant_id")
     if tenant is not None:
         assert validate_tenant_id(tenant) == tenant
+
+
+# The URL layout: one decision, both layouts -------------------------------------------------------
+
+CONFIRMED = {"X-Identity-Status": "Confirmed", "X-Project-Id": "6f70656e"}
+
+
+@pytest.mark.parametrize("name", ["servers", "flavors", "os-keypairs", "os-services", "limits", "volumes", "types"])
+def test_a_collection_after_the_version_is_never_a_tenant(name):
+    app, recorder = build()
+    status, _, _, _ = call(app, "/v2.1/%s/detail" % name, headers={"X-Tenant-Id": "forged"})
+    assert status == 200
+    seen = recorder.seen[-1]
+    assert "tenancy.tenant_id" not in seen
+    assert "HTTP_X_TENANT_ID" not in seen
+    assert seen["tenancy.tenant_segment"] == -1
+    assert seen["PATH_INFO"] == "/v2.1/%s/detail" % name
+
+
+def test_the_decision_is_left_in_environ_for_the_filters_after():
+    app, recorder = build()
+    call(app, "/v2.1/acme/servers")
+    seen = recorder.seen[-1]
+    assert (seen["tenancy.tenant_id"], seen["tenancy.tenant_source"], seen["tenancy.tenant_segment"]) == (
+        "acme",
+        "path",
+        1,
+    )
+    call(app, "/healthcheck")
+    assert recorder.seen[-1]["tenancy.tenant_segment"] == -1
+    assert "tenancy.tenant_source" not in recorder.seen[-1]
+    call(app, "/acme/servers", script="/v2.1")
+    assert recorder.seen[-1]["tenancy.tenant_segment"] == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "source"),
+    [("/v2.1/6f70656e/os-keypairs", "path"), ("/v2.1/os-keypairs", "token")],
+)
+def test_both_layouts_give_the_app_the_same_tenant_with_token_tenant(path, source):
+    app, recorder = build({"token_tenant": "true"})
+    assert call(app, path, method="POST", headers=CONFIRMED)[0] == 200
+    seen = recorder.seen[-1]
+    assert (seen["tenancy.tenant_id"], seen["tenancy.tenant_source"]) == ("6f70656e", source)
+    assert seen["HTTP_X_TENANT_ID"] == "6f70656e"
+    assert seen["tenancy.tenant_segment"] == (1 if source == "path" else -1)
+
+
+@pytest.mark.parametrize(
+    ("conf", "headers"),
+    [
+        ({}, CONFIRMED),  # token_tenant is off by default
+        ({"token_tenant": "true"}, dict(CONFIRMED, **{"X-Identity-Status": "Invalid"})),
+        ({"token_tenant": "true"}, {"X-Project-Id": "6f70656e"}),
+        ({"token_tenant": "true"}, {"X-Identity-Status": "Confirmed"}),
+        ({"token_tenant": "true"}, dict(CONFIRMED, **{"X-Project-Id": ""})),
+    ],
+)
+def test_the_token_is_the_tenant_only_when_confirmed_with_a_project(conf, headers):
+    app, recorder = build(conf)
+    assert call(app, "/v2.1/servers", headers=dict(headers, **{"X-Tenant-Id": "forged"}))[0] == 200
+    assert "tenancy.tenant_id" not in recorder.seen[-1]
+    assert "HTTP_X_TENANT_ID" not in recorder.seen[-1]
+
+
+def test_a_token_project_is_read_as_utf8_and_checked_as_a_tenant_id():
+    app, recorder = build({"token_tenant": "true"})
+    latin1 = "∑proj".encode().decode("latin-1")
+    call(app, "/v2.1/servers", headers=dict(CONFIRMED, **{"X-Project-Id": latin1}))
+    assert recorder.seen[-1]["tenancy.tenant_id"] == "∑proj"
+    assert recorder.seen[-1]["HTTP_X_TENANT_ID"] == latin1
+    status, _, body, _ = call(app, "/v2.1/servers", headers=dict(CONFIRMED, **{"X-Project-Id": "\xff\xfe"}))
+    assert status == 400
+    assert json.loads(body)["errors"][0]["code"] == "tenancy.invalid-tenant-id.not-utf-8"
+    status, _, body, _ = call(app, "/v2.1/servers", headers=dict(CONFIRMED, **{"X-Project-Id": "a/b"}))
+    assert status == 400
+    error = json.loads(body)["errors"][0]
+    assert error["code"] == "tenancy.invalid-tenant-id.slash"
+    assert "'a/b'" in error["detail"]
+    assert len(recorder.seen) == 1
+
+
+def test_check_token_project_applies_to_path_tenants_only():
+    # The case: with the catalog's /v2.1 endpoint every member's call was 403 (os-keypairs "tenant").
+    app, recorder = build({"check_token_project": "true", "token_tenant": "true"})
+    assert call(app, "/v2.1/os-keypairs", method="POST", headers=CONFIRMED)[0] == 200
+    assert call(app, "/v2.1/flavors/detail", headers=CONFIRMED)[0] == 200
+    assert call(app, "/v2.1/6f70656e/os-keypairs", headers=CONFIRMED)[0] == 200
+    status, _, body, _ = call(app, "/v2.1/0ther/os-keypairs", headers=CONFIRMED)
+    assert status == 403
+    assert json.loads(body)["errors"][0]["code"] == "tenancy.project-mismatch"
+    assert [seen["tenancy.tenant_id"] for seen in recorder.seen] == ["6f70656e"] * 3
+
+
+def test_strip_tenant_strips_only_a_path_tenant():
+    app, recorder = build({"strip_tenant": "true", "token_tenant": "true"})
+    call(app, "/v2.1/servers/1", headers=CONFIRMED)
+    seen = recorder.seen[-1]
+    assert (seen["SCRIPT_NAME"], seen["PATH_INFO"], seen["tenancy.tenant_id"]) == ("", "/v2.1/servers/1", "6f70656e")
+    assert "tenancy.tenant_stripped" not in seen
+    call(app, "/v2.1/6f70656e/servers/1", headers=CONFIRMED)
+    assert (recorder.seen[-1]["SCRIPT_NAME"], recorder.seen[-1]["PATH_INFO"]) == ("/6f70656e", "/v2.1/servers/1")
+
+
+@pytest.mark.parametrize("error_format", ["api-wg", "nova"])
+def test_a_segment_the_layout_cannot_tell_apart_is_404_naming_it(error_format):
+    app, recorder = build({"tenant_id_pattern": "[0-9a-f-]+", "error_format": error_format})
+    status, headers, body, _ = call(app, "/v2.1/os-widgets/7")
+    assert status == 404
+    assert headers["Content-Type"] == "application/json"
+    document = json.loads(body)
+    if error_format == "nova":
+        detail = document["itemNotFound"]["message"]
+    else:
+        (error,) = document["errors"]
+        assert error["code"] == "tenancy.unknown-path-segment"
+        detail = error["detail"]
+    assert "'os-widgets'" in detail
+    assert "tenantless_collections" in detail
+    assert recorder.seen == []
+    assert call(app, "/v2.1/6f70656e/os-widgets/7")[0] == 200
+    assert call(app, "/v2.1/os-keypairs")[0] == 200
+
+
+def test_the_always_layout_is_the_tenants_specs():
+    app, recorder = build({"tenant_in_path": "always"})
+    call(app, "/v2.1/servers/detail")
+    assert recorder.seen[-1]["tenancy.tenant_id"] == "servers"
+
+
+def test_the_never_layout_takes_no_tenant_from_any_path():
+    app, recorder = build({"tenant_in_path": "never", "token_tenant": "true"})
+    call(app, "/v2.1/acme/servers", headers=CONFIRMED)
+    assert (recorder.seen[-1]["tenancy.tenant_id"], recorder.seen[-1]["tenancy.tenant_source"]) == ("6f70656e", "token")
+    call(app, "/v2.1/acme/servers")
+    assert "tenancy.tenant_id" not in recorder.seen[-1]
+
+
+def test_own_tenantless_collections_replace_the_defaults_and_compare_exactly():
+    app, recorder = build({"tenantless_collections": "widgets, os-gadgets"})
+    call(app, "/v1.0/widgets/3")
+    assert "tenancy.tenant_id" not in recorder.seen[-1]
+    for path, tenant in (("/v1.0/Widgets/3", "Widgets"), ("/v2.1/servers", "servers")):
+        call(app, path)
+        assert recorder.seen[-1]["tenancy.tenant_id"] == tenant
+
+
+def test_a_collection_with_a_format_suffix_is_no_tenant():
+    app, recorder = build()
+    call(app, "/v3/volumes.json")
+    assert "tenancy.tenant_id" not in recorder.seen[-1]

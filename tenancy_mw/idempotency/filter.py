@@ -15,7 +15,11 @@ See ``doc/idempotency.rst`` for the whole story; in short:
   (or, with ``in_flight = wait``, the first one's answer once it is there).
 - Requests without a token pass untouched.
 
-Usage in ``api-paste.ini``, after ``tenant_path`` (it scopes tokens by tenant)::
+A token's scope is the project of the token keystonemiddleware confirmed
+(``keystone_scope``, in both URL layouts), else the tenant ``tenant_path``
+found, else ``shared_scope``; a request with none is refused (``400``).
+
+Usage in ``api-paste.ini``, after ``authtoken`` and ``tenant_path``::
 
     [filter:idempotency]
     use = egg:tenancy_mw#idempotency
@@ -149,9 +153,10 @@ OPTS = [
     cfg.BoolOpt(
         "keystone_scope",
         default=True,
-        help="Without environ['tenancy.tenant_id'] (tenant_path), scope tokens by keystonemiddleware's "
-        "X-Project-Id when X-Identity-Status is Confirmed. Only with keystonemiddleware earlier in the "
-        "pipeline: it removes client copies of those headers.",
+        help="Scope tokens by keystonemiddleware's X-Project-Id whenever X-Identity-Status is Confirmed, "
+        "before any tenant of the path (environ['tenancy.tenant_id']): a path tenant that disagrees never moves "
+        "the scope. Only with keystonemiddleware earlier in the pipeline: it removes client copies of those "
+        "headers. false: the tenant, else shared_scope.",
     ),
     cfg.StrOpt(
         "shared_scope",
@@ -415,15 +420,20 @@ class Idempotency(TenancyMiddleware):
             delay = min(delay * 2, 0.5)
 
     def _scope(self, environ: dict) -> tuple[str | None, bool]:
-        """(scope, shared): the tenant (or keystone project), else the shared scope (``shared`` True)."""
-        tenant = environ.get(TENANT_ID_KEY)
-        if tenant:
-            return tenant, False
+        """(scope, shared): the confirmed token's project, else the tenant, else the shared scope (``shared`` True).
+
+        The token's project comes first: a path tenant that disagrees with
+        the authenticated project never moves or widens the scope, so one
+        project's answer is never replayed to another, in either URL layout.
+        """
         if self.keystone_scope and environ.get("HTTP_X_IDENTITY_STATUS") == "Confirmed":
             project = environ.get("HTTP_X_PROJECT_ID")
             if project:
                 # keystonemiddleware's header: UTF-8 bytes as latin-1 (PEP 3333).
                 return project.encode("latin-1", "replace").decode("utf-8", "replace"), False
+        tenant = environ.get(TENANT_ID_KEY)
+        if tenant:
+            return tenant, False
         return self.shared_scope, True
 
     def _read_body(self, environ: dict):

@@ -1,0 +1,154 @@
+"""Which paste sections are tenancy_mw filters, and their options checked without building them.
+
+A section is a tenancy_mw filter when its factory is one of the package's
+``paste.filter_factory`` entry points, named as paste accepts it
+(``use = egg:tenancy_mw#tenant_path``, or the entry point's value
+``tenancy_mw.tenant_path:TenantPath.factory`` after
+``paste.filter_factory =`` or ``use = call:``).  Its options are checked as
+the filter checks them when the pipeline loads (name, type, choices,
+bounds, regular expressions, ``admin_cull`` rules), from the filter
+class's option list, without building the filter: no store, no database,
+no service config file is opened.
+
+    >>> tenancy_kind("egg:tenancy_mw#admin_cull"), tenancy_kind("tenancy_mw.tenant_path:TenantPath.factory")
+    ('admin_cull', 'tenant_path')
+    >>> from tenancy_mw.tenant_path import TenantPath
+    >>> option_problems(TenantPath, {"strip_tenant": "maybe", "tenant_headr": "X-Tenant"})
+    ["strip_tenant = 'maybe' is refused: ...", 'unknown option tenant_headr; known options are: ...']
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from collections.abc import Callable, Mapping
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from oslo_config import cfg
+
+if TYPE_CHECKING:
+    from tenancy_mw.base import TenancyMiddleware
+
+__all__ = ["AUTHTOKEN", "PASTE_CONTROL_KEYS", "filter_class", "option_problems", "option_value", "tenancy_kind"]
+
+#: keystonemiddleware's ``auth_token`` filter, as paste files name it.
+AUTHTOKEN = frozenset({"keystonemiddleware.auth_token:filter_factory", "egg:keystonemiddleware#auth_token"})
+#: Keys every tenancy_mw section may carry besides its options (:mod:`tenancy_mw.base`).
+PASTE_CONTROL_KEYS = ("oslo_config_project", "oslo_config_file", "oslo_config_program")
+
+
+@functools.cache
+def _entry_points() -> dict[str, str]:
+    return {
+        entry.name: entry.value
+        for entry in metadata.entry_points(group="paste.filter_factory")
+        if entry.value.startswith("tenancy_mw.")
+    }
+
+
+def tenancy_kind(target: str) -> str | None:
+    """The tenancy_mw filter a factory *target* builds (its entry point name), or None."""
+    points = _entry_points()
+    if target.startswith("egg:tenancy_mw#"):
+        name = target.partition("#")[2]
+        return name if name in points else None
+    for name, value in points.items():
+        if value == target:
+            return name
+    return None
+
+
+def filter_class(kind: str) -> type[TenancyMiddleware]:
+    """The class of tenancy_mw filter *kind*; raises ImportError (MissingExtra) when it cannot load here.
+
+    >>> filter_class("admin_cull").__name__
+    'AdminCull'
+    """
+    module_name, _, attribute = _entry_points()[kind].partition(":")
+    factory = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        factory = getattr(factory, part)
+    return factory.__self__
+
+
+def _options_by_name(cls: type[TenancyMiddleware]) -> dict[str, cfg.Opt]:
+    """Every name an option answers to in a paste section: its own and its deprecated ones."""
+    names = {}
+    for opt in cls.all_opts():
+        names[opt.dest] = opt
+        for old in opt.deprecated_opts:
+            if old.name:
+                names.setdefault(old.name.replace("-", "_"), opt)
+    return names
+
+
+def _convert(opt: cfg.Opt, raw: str) -> Any:
+    # A paste value is one string; a multi-valued option keeps it whole, as the filters do.
+    return [opt.type(raw)] if opt.multi else opt.type(raw)
+
+
+def _check_rules(value: list[str]) -> None:
+    from tenancy_mw.cull_rules import parse_rules
+
+    parse_rules(value)
+
+
+def _check_pattern(value: str | None) -> None:
+    if value is not None:
+        re.compile(value)
+
+
+def _value_check(kind: str, name: str) -> Callable[[Any], None] | None:
+    """Checks a filter makes in ``configure()`` that the option's type does not."""
+    if kind == "admin_cull" and name == "rules":
+        return _check_rules
+    if name.endswith("_pattern"):
+        return _check_pattern
+    return None
+
+
+def option_problems(cls: type[TenancyMiddleware], conf: Mapping[str, str]) -> list[str]:
+    """What the filter *cls* would refuse in a paste section's options *conf*, one message each."""
+    names = _options_by_name(cls)
+    problems = []
+    unknown = sorted(set(conf) - set(names) - set(PASTE_CONTROL_KEYS))
+    for key, raw in conf.items():
+        if key not in names:
+            continue
+        try:
+            value = _convert(names[key], raw)
+            check = _value_check(cls.opt_group, names[key].dest)
+            if check is not None:
+                check(value)
+        except (ValueError, TypeError, re.error) as exc:
+            problems.append("%s = %r is refused: %s" % (key, raw, " ".join(str(exc).split())))
+    if unknown:
+        problems.append(
+            "unknown option%s %s; known options are: %s"
+            % ("s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(sorted(o.dest for o in cls.all_opts())))
+        )
+    return problems
+
+
+def option_value(cls: type[TenancyMiddleware], conf: Mapping[str, str], name: str) -> Any:
+    """The value option *name* takes from *conf* (or its default); None if the filter has no such option.
+
+    A value the option refuses is None too (:func:`option_problems` reports it).
+
+    >>> cls = filter_class("idempotency")
+    >>> option_value(cls, {"keystone_scope": "false"}, "keystone_scope"), option_value(cls, {}, "methods")
+    (False, ['POST'])
+    """
+    names = _options_by_name(cls)
+    opt = next((o for o in cls.all_opts() if o.dest == name), None)
+    if opt is None:
+        return None
+    for key, raw in conf.items():
+        if names.get(key) is opt:
+            try:
+                return _convert(opt, raw)
+            except (ValueError, TypeError):
+                return None
+    return opt.default
