@@ -44,7 +44,7 @@ if str(REPO) not in sys.path:
 from load import children, cpu_seconds  # noqa: E402 - bench/ is this script's folder
 
 from tests.support import memcached  # noqa: E402
-from tests.support.openstack import Cloud, Service, ensure_venv  # noqa: E402
+from tests.support.openstack import Cloud, Service, apply_recipe, ensure_venv  # noqa: E402
 
 #: The goal: the filters add at most this share to nova's own CPU per request.
 GOAL_SHARE = 0.02
@@ -157,37 +157,17 @@ def start(folder: Path, memcached_address: str) -> tuple[Cloud, dict[str, Servic
     """Keystone and the two nova-api servers: nova's installed file, and the same after the recipe."""
     cloud = Cloud(folder / "cloud", ensure_venv())
     installed = cloud.installed_paste("nova")
-    source = folder / "installed-api-paste.ini"
-    source.write_text(installed)
-    output = folder / "filtered-api-paste.ini"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tenancy_mw.manage",
-            "paste",
-            "add",
-            "--service",
-            "nova",
-            "--endpoint",
-            "public",
-            str(source),
-            "--output",
-            str(output),
-            "--set",
-            "idempotency.backend=memcached",
-            "--set",
-            "idempotency.memcached_servers=" + memcached_address,
-            "--set",
-            "idempotency.secret=bench-secret",
-        ],
-        check=True,
-    )
+    settings = {
+        "idempotency.backend": "memcached",
+        "idempotency.memcached_servers": memcached_address,
+        "idempotency.secret": "bench-secret",
+    }
+    filtered = apply_recipe("nova", "public", installed, folder, settings)
     # Every keypair request creates one for alice: lift nova's 100-per-user quota.
     unlimited = "[quota]\nkey_pairs = -1\n"
     servers = {
         "nova": cloud.nova("plain", installed, workers=WORKERS, extra_conf=unlimited),
-        "nova + filters": cloud.nova("filtered", output.read_text(), workers=WORKERS, extra_conf=unlimited),
+        "nova + filters": cloud.nova("filtered", filtered, workers=WORKERS, extra_conf=unlimited),
     }
     return cloud, servers
 

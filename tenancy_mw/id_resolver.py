@@ -123,7 +123,13 @@ from tenancy_mw.cell_lookup import (
 )
 from tenancy_mw.paths import CanonicalPath, PathRefused, canonical_path, shorten
 from tenancy_mw.tenant_ids import TenantLayout, UnknownPathSegment, find_version, tenant_layout_opts
-from tenancy_mw.tenant_path import TENANT_ID_KEY, TENANT_SEGMENT_KEY, TENANT_SOURCE_KEY, header_environ_key
+from tenancy_mw.tenant_path import (
+    TENANT_ID_KEY,
+    TENANT_SEGMENT_KEY,
+    TENANT_SOURCE_KEY,
+    header_environ_key,
+    mount_length,
+)
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -291,9 +297,12 @@ class IdResolver(TenancyMiddleware):
         """
         canonical = canonical_path(environ)
         segments = canonical.segments
+        # The version is read as tenant_path reads it: the mount's last segment, else the one after the mount.
+        mount = mount_length(environ, canonical)
         if "" in segments:
+            mount -= segments[:mount].count("")
             segments = canonical.collapsed
-        version = find_version(segments, self.version_re, canonical.prefix_length)
+        version = find_version(segments, self.version_re, mount)
         if version < 0:
             return None
         # The route under each reading (without a tenant segment, with one), before anything else:
@@ -311,7 +320,7 @@ class IdResolver(TenancyMiddleware):
                         break
         if not matches:
             return None
-        tenant_at = self._tenant_at(environ, canonical, segments)
+        tenant_at = self._tenant_at(environ, canonical, segments, mount)
         tenant = environ.get(TENANT_ID_KEY)
         if tenant_at >= 0:
             readings = ((tenant_at + 1, tenant if tenant == segments[tenant_at] else None), (version + 1, None))
@@ -324,15 +333,15 @@ class IdResolver(TenancyMiddleware):
                 return resource, ident, owner
         return None
 
-    def _tenant_at(self, environ: dict, canonical: CanonicalPath, segments: tuple[str, ...]) -> int:
-        """Index in *segments* (empty ones left out) of the path's tenant segment, -1 for none."""
+    def _tenant_at(self, environ: dict, canonical: CanonicalPath, segments: tuple[str, ...], mount: int) -> int:
+        """Index in *segments* (empty ones left out; *mount* of them the mount's) of the path's tenant, -1 for none."""
         decided = environ.get(TENANT_SEGMENT_KEY)
         if decided is not None:
             # tenant_path's index counts the empty segments; these do not.
             return decided - canonical.segments[:decided].count("") if decided >= 0 else -1
         try:
             own = canonical if segments is canonical.segments else CanonicalPath(segments, canonical.trailing_slash)
-            return self.layout.tenant_index(own, canonical.prefix_length)
+            return self.layout.tenant_index(own, mount)
         except UnknownPathSegment:
             # Neither reading is known to be a tenant's: no tenant-owned row is looked at.
             return -1
@@ -384,24 +393,34 @@ class IdResolver(TenancyMiddleware):
                 # tenant's (a collection name is never one): nothing of it is visible, never another
                 # reading's tenant's record.
                 return self._error(
-                    environ, start_response, 404, "tenancy.not-found",
+                    environ,
+                    start_response,
+                    404,
+                    "tenancy.not-found",
                     "No record has %s %r here: a tenant's record is found only under its tenant (its URL, or "
-                    "its token with tenant_path's token_tenant)."
-                    % ("uuid" if by_uuid else "id", shorten(ident)),
+                    "its token with tenant_path's token_tenant)." % ("uuid" if by_uuid else "id", shorten(ident)),
                 )
         return self._resolve(environ, start_response, resource, ident, key, by_uuid, tenant)
 
     def _resolve(self, environ: dict, start_response, resource, ident: str, key: int | str, by_uuid: bool, tenant):
         """Look *key* up in every cell (in *tenant*'s rows); hand the record on, or answer 404/400/503."""
         found = self.lookup.find_id(
-            resource.table, key, by_uuid=by_uuid, id_column=resource.id_column, uuid_column=resource.uuid_column,
-            tenant_column=resource.tenant_column, tenant=tenant,
+            resource.table,
+            key,
+            by_uuid=by_uuid,
+            id_column=resource.id_column,
+            uuid_column=resource.uuid_column,
+            tenant_column=resource.tenant_column,
+            tenant=tenant,
         )
         try:
             cell, row = outcome(found, resource.table, key, by_uuid)
         except RecordNotFound:
             return self._error(
-                environ, start_response, 404, "tenancy.not-found",
+                environ,
+                start_response,
+                404,
+                "tenancy.not-found",
                 "No record has %s %r." % ("uuid" if by_uuid else "id", shorten(ident)),
             )
         except AmbiguousId as exc:
@@ -454,4 +473,3 @@ def set_defaults(**defaults: Any) -> None:
         >>> set_defaults(cell_timeout=2.0)
     """
     IdResolver.set_defaults(**defaults)
-

@@ -71,7 +71,8 @@ The tenant-state check
 Which paths name a tenant
     ``tenant_path``'s decision (``environ['tenancy.tenant_segment']``) when
     it runs before this filter; else this filter's own layout options
-    (``tenant_in_path``, ``tenantless_collections``, ``tenant_id_pattern``,
+    (``tenant_in_path``, ``tenantless_collections``,
+    ``extra_tenantless_collections``, ``tenant_id_pattern``,
     ``version_pattern``: :class:`~tenancy_mw.tenant_ids.TenantLayout`).  A
     collection is never a tenant: ``GET /v2.1/servers`` on the admin
     endpoint is the service's server list, passed on, not "get tenant
@@ -163,7 +164,7 @@ from tenancy_mw.tenant_ids import (
     tenant_layout_opts,
     validate_tenant_id,
 )
-from tenancy_mw.tenant_path import TENANT_ID_KEY, TENANT_SEGMENT_KEY, TENANT_SOURCE_KEY
+from tenancy_mw.tenant_path import TENANT_ID_KEY, TENANT_SEGMENT_KEY, TENANT_SOURCE_KEY, mount_length
 from tenancy_mw.tenant_registry import (
     ACTIVE,
     DELETED,
@@ -455,7 +456,7 @@ class TenantAdmin(TenancyMiddleware):
         """
         index = environ.get(TENANT_SEGMENT_KEY)
         if index is None:
-            return self.layout.tenant_index(canonical, canonical.prefix_length)
+            return self.layout.tenant_index(canonical, mount_length(environ, canonical))
         return index
 
     def _route(self, environ: dict, start_response: Callable):

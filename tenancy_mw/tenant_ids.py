@@ -21,8 +21,11 @@ Where a path carries its tenant is the service's URL layout,
 :class:`TenantLayout`: nova and cinder serve every route both as
 ``/{version}/{project_id}/...`` and ``/{version}/...``, so the segment after
 the version is a tenant only when it is not one of the service's tenant-less
-collections (``servers``, ``os-keypairs``, ``volumes``).  Every filter that
-needs the tenant decides with the same layout.
+collections (``servers``, ``os-keypairs``, ``volumes``).  The version is the
+last segment of the mount point (``SCRIPT_NAME``) when it is one, else the
+first segment after the mount (:func:`find_version`): never a segment a
+proxy's forwarded prefix put before the service's own mount.  Every filter
+that needs the tenant decides with the same layout.
 
 Example::
 
@@ -187,7 +190,8 @@ class LayoutError(ValueError):
     """A :class:`TenantLayout` built from a bad option value.
 
     :ivar option: the option's name (``version_pattern``, ``tenant_in_path``,
-        ``tenantless_collections`` or ``tenant_id_pattern``).
+        ``tenantless_collections``, ``extra_tenantless_collections`` or
+        ``tenant_id_pattern``).
     :ivar value: the bad value.
     :ivar reason: why it is refused.
 
@@ -237,9 +241,7 @@ def validate_tenant_id(tenant_id: object) -> str:
         tenancy_mw.tenant_ids.InvalidTenantId: Tenant id 'resel/sub/acct' contains '/', ...
     """
     if not isinstance(tenant_id, str):
-        raise InvalidTenantId(
-            "not-a-string", "Tenant id %r is not a string." % (tenant_id,), tenant_id
-        )
+        raise InvalidTenantId("not-a-string", "Tenant id %r is not a string." % (tenant_id,), tenant_id)
     if not tenant_id:
         raise InvalidTenantId("empty", "Tenant id is empty; it needs 1 to 255 characters.", "")
     if len(tenant_id) > MAX_TENANT_ID_LENGTH:
@@ -252,8 +254,7 @@ def validate_tenant_id(tenant_id: object) -> str:
     if "/" in tenant_id:
         raise InvalidTenantId(
             "slash",
-            "Tenant id %r contains '/', the path separator, which no tenant id"
-            " may contain." % shorten(tenant_id),
+            "Tenant id %r contains '/', the path separator, which no tenant id may contain." % shorten(tenant_id),
             tenant_id,
         )
     if not tenant_id.isprintable() and _CONTROL.search(tenant_id):
@@ -291,12 +292,36 @@ def quote_tenant_id(tenant_id: str) -> str:
     return quote(validate_tenant_id(tenant_id), safe=_SAFE_IN_SEGMENT)
 
 
-def find_version(segments: tuple[str, ...], pattern: re.Pattern, last_index: int) -> int:
-    """Index of the first segment at or before *last_index* that *pattern* matches, or -1."""
+def find_version(segments: tuple[str, ...], pattern: re.Pattern, prefix_length: int = 0) -> int:
+    """Index of the service's version segment in *segments*, or -1.
+
+    The first *prefix_length* segments are the mount point (``SCRIPT_NAME``).
+    The service's own mount is the end of it: what comes before was put
+    there by whatever routed the request earlier, a client's
+    ``X-Forwarded-Prefix`` included (oslo.middleware's
+    ``http_proxy_to_wsgi`` prepends it to ``SCRIPT_NAME``).  So the version
+    is the mount's last segment when *pattern* matches it (an app mounted
+    at its version, as nova's urlmap mounts ``/v2.1``), else the first
+    segment after the mount when it matches (an app mounted at the root or
+    above its version).  A version-like segment earlier in the mount is
+    never the version, and the segment after the version is never inside
+    the mount: a tenant read there would not be the one the app routes.
+
+    Example::
+
+        >>> version = re.compile(DEFAULT_VERSION_PATTERN)
+        >>> find_version(("v1", "aaaa", "v2.1", "servers"), version, 3)
+        2
+        >>> find_version(("compute", "v2.1", "servers"), version, 1)
+        1
+        >>> find_version(("v1", "aaaa", "servers"), version, 2)
+        -1
+    """
     match = pattern.fullmatch
-    for index, segment in enumerate(segments[: last_index + 1]):
-        if match(segment):
-            return index
+    if 0 < prefix_length <= len(segments) and match(segments[prefix_length - 1]):
+        return prefix_length - 1
+    if 0 <= prefix_length < len(segments) and match(segments[prefix_length]):
+        return prefix_length
     return -1
 
 
@@ -326,7 +351,7 @@ def split_tenant_path(path: str, version_pattern: str = DEFAULT_VERSION_PATTERN)
         return None
     tenant_id = validate_tenant_id(canonical.segments[tenant_index])
     raw_segments = _raw_segments(path)
-    rest = "".join("/" + s for s in raw_segments[tenant_index + 1:])
+    rest = "".join("/" + s for s in raw_segments[tenant_index + 1 :])
     if canonical.trailing_slash:
         rest += "/"
     return TenantPathParts(
@@ -344,14 +369,13 @@ def _raw_segments(path: str) -> list[str]:
     return body.split("/")
 
 
-def tenant_segment_index(
-    canonical: CanonicalPath, pattern: re.Pattern, last_version_index: int = 0
-) -> int:
+def tenant_segment_index(canonical: CanonicalPath, pattern: re.Pattern, prefix_length: int = 0) -> int:
     """Index of the tenant segment in *canonical*, or -1 if it has none.
 
-    The version segment is the first one, at or before *last_version_index*,
-    that *pattern* matches; the tenant segment follows it, whatever it is:
-    the ``always`` layout of :class:`TenantLayout`, which reads the other two.
+    The version segment is the one :func:`find_version` reads, the first
+    *prefix_length* segments being the mount point; the tenant segment
+    follows it, whatever it is: the ``always`` layout of
+    :class:`TenantLayout`, which reads the other two.
 
     Example::
 
@@ -359,7 +383,7 @@ def tenant_segment_index(
         >>> tenant_segment_index(canonicalize("/v2.1/servers"), re.compile(DEFAULT_VERSION_PATTERN))
         1
     """
-    index = find_version(canonical.segments, pattern, last_version_index)
+    index = find_version(canonical.segments, pattern, prefix_length)
     if index < 0 or index + 1 >= len(canonical.segments):
         return -1
     return index + 1
@@ -368,10 +392,13 @@ def tenant_segment_index(
 class TenantLayout:
     """Where a service's URLs carry the tenant: the one decision every tenant-using filter shares.
 
-    Built from the four options of :func:`tenant_layout_opts`:
+    Built from the five options of :func:`tenant_layout_opts`:
 
     ``version_pattern``
         What a whole version segment matches; the tenant, if any, follows it.
+        The version is the last segment of the mount point (``SCRIPT_NAME``)
+        when it matches, else the first segment after it
+        (:func:`find_version`).
     ``tenant_in_path``
         ``"optional"`` (the default): the segment after the version is the
         tenant unless it is one of ``tenantless_collections`` (or such a
@@ -381,7 +408,11 @@ class TenantLayout:
         layout).  ``"never"``: no path carries a tenant.
     ``tenantless_collections``
         The names the service routes without a tenant; compared exactly
-        (case-sensitive, as Routes compares them).
+        (case-sensitive, as Routes compares them).  Giving it replaces the
+        default list.
+    ``extra_tenantless_collections``
+        More such names, added to ``tenantless_collections``: the way to add
+        a collection the default list lacks and keep the others.
     ``tenant_id_pattern``
         ``None`` (any valid tenant id), or a regular expression every path
         tenant fully matches.  With it, a segment that is neither a listed
@@ -420,6 +451,7 @@ class TenantLayout:
         tenant_in_path: str = "optional",
         tenantless_collections: Iterable[str] = DEFAULT_TENANTLESS_COLLECTIONS,
         tenant_id_pattern: str | None = None,
+        extra_tenantless_collections: Iterable[str] = (),
     ) -> None:
         self.version_pattern = version_pattern
         self.version_re = _compile("version_pattern", version_pattern)
@@ -428,17 +460,10 @@ class TenantLayout:
         if tenant_in_path not in LAYOUTS:
             raise LayoutError("tenant_in_path", tenant_in_path, "choose one of %s" % ", ".join(LAYOUTS))
         self.tenant_in_path = tenant_in_path
-        names = []
-        for name in tenantless_collections or ():
-            name = name.strip() if isinstance(name, str) else name
-            if name == "":
-                continue
-            try:
-                validate_tenant_id(name)
-            except InvalidTenantId as exc:
-                raise LayoutError("tenantless_collections", name, "not a path segment: " + exc.detail) from None
-            names.append(name)
-        self.collections = frozenset(names)
+        self.collections = frozenset(
+            _segment_names("tenantless_collections", tenantless_collections)
+            + _segment_names("extra_tenantless_collections", extra_tenantless_collections)
+        )
         self.tenant_id_pattern = tenant_id_pattern or None
         self.tenant_re = _compile("tenant_id_pattern", tenant_id_pattern) if tenant_id_pattern else None
 
@@ -446,7 +471,7 @@ class TenantLayout:
     def from_options(
         cls, options: Any, config_error: Callable[[str, Any, str], Exception] | None = None
     ) -> TenantLayout:
-        """The layout of a filter's option values (``options.version_pattern`` and the three others).
+        """The layout of a filter's option values (``options.version_pattern`` and the four others).
 
         A bad value raises ``config_error(option, value, reason)`` (a
         filter's :meth:`~tenancy_mw.base.TenancyMiddleware.config_error`, so
@@ -457,7 +482,8 @@ class TenantLayout:
 
             >>> from types import SimpleNamespace
             >>> options = SimpleNamespace(version_pattern="v[0-9]+", tenant_in_path="never",
-            ...                           tenantless_collections=[], tenant_id_pattern=None)
+            ...                           tenantless_collections=[], tenant_id_pattern=None,
+            ...                           extra_tenantless_collections=[])
             >>> TenantLayout.from_options(options).tenant_in_path
             'never'
         """
@@ -467,6 +493,7 @@ class TenantLayout:
                 options.tenant_in_path,
                 options.tenantless_collections,
                 options.tenant_id_pattern,
+                options.extra_tenantless_collections,
             )
         except LayoutError as exc:
             if config_error is None:
@@ -487,15 +514,21 @@ class TenantLayout:
         head, dot, tail = segment.rpartition(".")
         return bool(dot and tail and head in self.collections)
 
-    def tenant_index(self, canonical: CanonicalPath, last_version_index: int = 0) -> int:
+    def tenant_index(self, canonical: CanonicalPath, prefix_length: int = 0) -> int:
         """Index of the tenant segment in *canonical*, or -1 when the path carries none.
 
-        The version segment is the first one, at or before
-        *last_version_index* (a filter passes ``canonical.prefix_length``:
-        the mount's segments and the first one after them), that
-        ``version_pattern`` matches.  Raises :class:`UnknownPathSegment`
-        for a segment the layout cannot tell apart (see the class).  An
-        empty segment is left to the caller, which refuses it as a tenant id.
+        The first *prefix_length* segments are the mount point (a filter
+        passes ``canonical.prefix_length``, the segments of ``SCRIPT_NAME``,
+        less a tenant segment its ``tenant_path`` stripped into it:
+        :func:`tenancy_mw.tenant_path.mount_length`).  The version is the
+        mount's last segment when ``version_pattern`` matches it, else the
+        first segment after the mount when it matches
+        (:func:`find_version`): the service's own mount is appended to
+        ``SCRIPT_NAME`` last, so a proxy's forwarded prefix before it is
+        never read, and no tenant is ever taken from inside the mount.
+        Raises :class:`UnknownPathSegment` for a segment the layout cannot
+        tell apart (see the class).  An empty segment is left to the
+        caller, which refuses it as a tenant id.
 
         Example (nova's ``/v2.1`` mount: the version is in ``SCRIPT_NAME``)::
 
@@ -505,18 +538,23 @@ class TenantLayout:
             1
             >>> TenantLayout(tenant_in_path="never").tenant_index(mounted, mounted.prefix_length)
             -1
+
+        A client's ``X-Forwarded-Prefix: /v1/aaaa`` before that mount::
+
+            >>> forwarded = canonicalize("/v1/aaaa/v2.1/servers", prefix_length=3)
+            >>> TenantLayout().tenant_index(forwarded, forwarded.prefix_length)
+            -1
         """
         mode = self.tenant_in_path
         if mode == "never":
             return -1
-        # tenant_segment_index(), inlined: this runs on every request.
+        # find_version(), inlined: this runs on every request.  index is the tenant's, after the version.
         segments = canonical.segments
         match = self.version_re.fullmatch
-        index = 1
-        for segment in segments[: last_version_index + 1]:
-            if match(segment):
-                break
-            index += 1
+        if 0 < prefix_length <= len(segments) and match(segments[prefix_length - 1]):
+            index = prefix_length
+        elif 0 <= prefix_length < len(segments) and match(segments[prefix_length]):
+            index = prefix_length + 1
         else:
             return -1
         if index >= len(segments):
@@ -537,13 +575,31 @@ class TenantLayout:
                 self.tenant_id_pattern,
             )
         else:
+            # Not "tenantless_collections": giving that option replaces the default
+            # list, and following the advice would make /v2.1/servers a tenant.
             detail = (
                 "Path segment %r after version %r is neither a tenant id of this service (%r) nor one of its "
                 "tenant-less collections; if the service serves %r without a project id, add it to the "
-                "tenantless_collections option of the tenancy_mw filters."
+                "extra_tenantless_collections option of every tenancy_mw filter (it adds to the default "
+                "tenantless_collections)."
                 % (shorten(segment), shorten(version), self.tenant_id_pattern, shorten(segment))
             )
         return UnknownPathSegment("unknown-path-segment", detail, segment)
+
+
+def _segment_names(option: str, names: Iterable[str] | None) -> list[str]:
+    """The names of a collections option, stripped, empty ones left out; :class:`LayoutError` for a bad one."""
+    found = []
+    for name in names or ():
+        name = name.strip() if isinstance(name, str) else name
+        if name == "":
+            continue
+        try:
+            validate_tenant_id(name)
+        except InvalidTenantId as exc:
+            raise LayoutError(option, name, "not a path segment: " + exc.detail) from None
+        found.append(name)
+    return found
 
 
 def _compile(option: str, pattern: object) -> re.Pattern:
@@ -557,7 +613,7 @@ def _compile(option: str, pattern: object) -> re.Pattern:
 
 def tenant_layout_opts() -> list:
     """New copies of the layout options: ``version_pattern``, ``tenant_in_path``,
-    ``tenantless_collections``, ``tenant_id_pattern``.
+    ``tenantless_collections``, ``extra_tenantless_collections``, ``tenant_id_pattern``.
 
     Declared once here; ``tenant_path``, ``tenant_admin`` and ``id_resolver``
     each add a copy to their own options (so each keeps its own defaults)
@@ -568,7 +624,8 @@ def tenant_layout_opts() -> list:
     Example::
 
         >>> [opt.dest for opt in tenant_layout_opts()]
-        ['version_pattern', 'tenant_in_path', 'tenantless_collections', 'tenant_id_pattern']
+        ['version_pattern', 'tenant_in_path', 'tenantless_collections', 'extra_tenantless_collections',
+         'tenant_id_pattern']
     """
     from oslo_config import cfg
 
@@ -576,8 +633,9 @@ def tenant_layout_opts() -> list:
         cfg.StrOpt(
             "version_pattern",
             default=DEFAULT_VERSION_PATTERN,
-            help="Regular expression a whole version segment matches (Python re syntax). The tenant, when the "
-            "path carries one, is the segment after it.",
+            help="Regular expression a whole version segment matches (Python re syntax). The version is the last "
+            "segment of the mount point (SCRIPT_NAME) when it matches, else the first segment after the mount; the "
+            "tenant, when the path carries one, is the segment after it.",
         ),
         cfg.StrOpt(
             "tenant_in_path",
@@ -599,12 +657,20 @@ def tenant_layout_opts() -> list:
             default=list(DEFAULT_TENANTLESS_COLLECTIONS),
             help="Names the service routes right after the version segment without a tenant (tenant_in_path = "
             "optional): such a segment, or the name with a format suffix (volumes.json), is never a tenant. "
-            "Compared exactly. The default holds every such name of nova 34 and cinder 29.",
+            "Compared exactly. The default holds every such name of nova 34 and cinder 29; a value replaces it, so "
+            "to add a name keep the default and use extra_tenantless_collections.",
+        ),
+        cfg.ListOpt(
+            "extra_tenantless_collections",
+            default=[],
+            help="More names the service routes without a tenant, added to tenantless_collections (which keeps "
+            "its default): the way to add a collection the default list lacks, as a "
+            "tenancy.unknown-path-segment 404 advises.",
         ),
         cfg.StrOpt(
             "tenant_id_pattern",
             help="Regular expression every tenant id in a path fully matches, e.g. [0-9a-f-]+ as nova's and "
-            "cinder's routers take project ids. A segment after the version that matches neither it nor "
-            "tenantless_collections is answered 404 (tenancy.unknown-path-segment). Unset: any valid tenant id.",
+            "cinder's routers take project ids. A segment after the version that matches neither it nor a "
+            "tenant-less collection is answered 404 (tenancy.unknown-path-segment). Unset: any valid tenant id.",
         ),
     ]

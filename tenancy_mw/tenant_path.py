@@ -25,8 +25,12 @@ Which requests it touches
     The path is put in the canonical form of :mod:`tenancy_mw.paths` first
     (a path with no canonical form, such as one holding ``%2F`` or
     ``%00``, is answered ``400`` whatever its shape).  The version segment
-    is the first segment matching ``version_pattern`` among those of the
-    mount point (``SCRIPT_NAME``) and the first one after it.  With
+    is the last segment of the mount point (``SCRIPT_NAME``) when it
+    matches ``version_pattern`` (nova's ``/v2.1`` urlmap mount), else the
+    first segment after the mount.  The service's own mount is the end of
+    ``SCRIPT_NAME``: what comes before it, such as a client's
+    ``X-Forwarded-Prefix`` that oslo.middleware's ``http_proxy_to_wsgi``
+    prepends, is never read for a version or a tenant.  With
     ``tenant_in_path = optional`` (the default) the next segment is the
     tenant unless it is one of ``tenantless_collections`` (every name nova
     and cinder route without a project id); ``always`` takes it whatever it
@@ -125,6 +129,7 @@ __all__ = [
     "TenantPath",
     "header_environ_key",
     "list_opts",
+    "mount_length",
     "remove_header",
     "set_defaults",
 ]
@@ -165,8 +170,7 @@ OPTS = [
     cfg.BoolOpt(
         "strip_tenant",
         default=False,
-        help="Remove the tenant segment from PATH_INFO (the app sees /{version}/...) and "
-        "append it to SCRIPT_NAME.",
+        help="Remove the tenant segment from PATH_INFO (the app sees /{version}/...) and append it to SCRIPT_NAME.",
     ),
     cfg.BoolOpt(
         "check_token_project",
@@ -228,6 +232,40 @@ def _holds_spelling(environ: dict, key: str) -> bool:
     Raises ``TypeError`` when a key is not a string.
     """
     return ("\n%s\n" % key) in "\n%s\n" % "\n".join(environ).upper().replace("-", "_")
+
+
+def mount_length(environ: dict, canonical: CanonicalPath) -> int:
+    """How many leading segments of *canonical* are the service's mount, for ``TenantLayout.tenant_index``.
+
+    ``canonical.prefix_length`` (the segments of ``SCRIPT_NAME``), except
+    after a stripping ``tenant_path`` (``strip_tenant``) appended the tenant
+    segment to ``SCRIPT_NAME`` and a router after it rewrote the path: the
+    mount then holds that segment, which is still the path's tenant, so the
+    mount is counted up to it.  It is recognised by what that filter left
+    in ``environ`` (its segment index and tenant id), never by its shape:
+    any other segment of the mount is never a tenant.
+
+    Example (nova's ``/v2.1`` mount, ``acme`` stripped into it, then a router)::
+
+        >>> from tenancy_mw.paths import canonicalize
+        >>> routed = canonicalize("/v2.1/acme/servers", prefix_length=3)
+        >>> stripped = {STRIPPED_KEY: True, TENANT_SEGMENT_KEY: 1, TENANT_ID_KEY: "acme"}
+        >>> mount_length(stripped, routed), mount_length({}, routed)
+        (1, 3)
+    """
+    length = canonical.prefix_length
+    if environ.get(STRIPPED_KEY):
+        index = environ.get(TENANT_SEGMENT_KEY)
+        # Checked against the tenant id too: a filter that prepended to
+        # SCRIPT_NAME since (a proxy's prefix) moved every segment.
+        if (
+            type(index) is int
+            and 0 < index < length
+            and index < len(canonical.segments)
+            and canonical.segments[index] == environ.get(TENANT_ID_KEY)
+        ):
+            return index
+    return length
 
 
 def _attribute(app, name: str):
@@ -312,10 +350,14 @@ class TenantPath(TenancyMiddleware):
             if raw is None or len(raw) > self.max_target_length:
                 check_target_length(environ, self.max_target_length)
             canonical = canonical_path(environ)
-            index = self.layout.tenant_index(canonical, canonical.prefix_length)
+            mount = canonical.prefix_length if STRIPPED_KEY not in environ else mount_length(environ, canonical)
+            index = self.layout.tenant_index(canonical, mount)
         except (TypeError, AttributeError):
             return self.error(
-                environ, start_response, 400, "tenancy.bad-environ",
+                environ,
+                start_response,
+                400,
+                "tenancy.bad-environ",
                 "The request could not be read: a WSGI environ value is not a latin-1 string (PEP 3333).",
             )
         except Refused as exc:
@@ -340,9 +382,7 @@ class TenantPath(TenancyMiddleware):
                 validate_tenant_id(tenant_id)
         except InvalidTenantId as exc:
             LOG.debug("tenant_path refused tenant id %r: %s", tenant_id, exc.detail)
-            return self.error(
-                environ, start_response, 400, "tenancy.invalid-tenant-id." + exc.rule, exc.detail
-            )
+            return self.error(environ, start_response, 400, "tenancy.invalid-tenant-id." + exc.rule, exc.detail)
         if self.check_project and not self._token_may_use(environ, tenant_id):
             return self.error(
                 environ,
@@ -355,9 +395,7 @@ class TenantPath(TenancyMiddleware):
         environ[TENANT_ID_KEY] = tenant_id
         environ[TENANT_SOURCE_KEY] = "path"
         if self.set_header:
-            environ[self.header_key] = (
-                tenant_id if tenant_id.isascii() else tenant_id.encode("utf-8").decode("latin-1")
-            )
+            environ[self.header_key] = tenant_id if tenant_id.isascii() else tenant_id.encode("utf-8").decode("latin-1")
         if self.strip and index >= canonical.prefix_length:
             if environ.get(STRIPPED_KEY):
                 # A second stripping tenant_path the load-time check could not see
@@ -385,12 +423,18 @@ class TenantPath(TenancyMiddleware):
             tenant_id = validate_tenant_id(project if project.isascii() else project.encode("latin-1").decode())
         except UnicodeError:
             return self.error(
-                environ, start_response, 400, "tenancy.invalid-tenant-id.not-utf-8",
+                environ,
+                start_response,
+                400,
+                "tenancy.invalid-tenant-id.not-utf-8",
                 "The token's project id %r is not UTF-8 text." % shorten(project),
             )
         except InvalidTenantId as exc:
             return self.error(
-                environ, start_response, 400, "tenancy.invalid-tenant-id." + exc.rule,
+                environ,
+                start_response,
+                400,
+                "tenancy.invalid-tenant-id." + exc.rule,
                 "The token's project id is not a valid tenant id: " + exc.detail,
             )
         environ[TENANT_ID_KEY] = tenant_id
@@ -425,8 +469,7 @@ class TenantPath(TenancyMiddleware):
                     start_response,
                     503,
                     "tenancy.misconfigured-pipeline",
-                    "The service is misconfigured: the path was rewritten before the tenant segment could be"
-                    " stripped.",
+                    "The service is misconfigured: the path was rewritten before the tenant segment could be stripped.",
                 )
 
             return refusal

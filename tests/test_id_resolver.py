@@ -166,8 +166,9 @@ def test_uuid_below_the_switch_is_400_naming_the_microversion(app, resolver):
         {"OpenStack-API-Version": "volume 3.0, compute 2.70"},
     ],
 )
-@pytest.mark.parametrize(("cell", "table", "ident"), [("c-sqlite", "services", 1), ("c-pg", "services", 1),
-                                                     ("c-maria", "services", 2)])
+@pytest.mark.parametrize(
+    ("cell", "table", "ident"), [("c-sqlite", "services", 1), ("c-pg", "services", 1), ("c-maria", "services", 2)]
+)
 def test_uuid_at_or_above_the_switch_finds_its_cell(app, resolver, headers, cell, table, ident):
     # services 1 and 2 are each in two cells: the uuid says which record.
     uuid = row_uuid(cell, table, ident)
@@ -443,8 +444,13 @@ def test_unreachable_cell_makes_any_integer_id_503(with_down_cell, ident):
     assert "Retry-After" in response.headers
 
 
-@pytest.mark.parametrize("url_of", [lambda port: "mysql+pymysql://root:@127.0.0.1:%d/test" % port,
-                                    lambda port: "postgresql+psycopg2://root@127.0.0.1:%d/test" % port])
+@pytest.mark.parametrize(
+    "url_of",
+    [
+        lambda port: "mysql+pymysql://root:@127.0.0.1:%d/test" % port,
+        lambda port: "postgresql+psycopg2://root@127.0.0.1:%d/test" % port,
+    ],
+)
 def test_a_hung_cell_costs_its_timeout_and_never_blocks_the_pool(cells, url_of):
     with silent_server() as port:
         conf = {"c-sqlite": cells["c-sqlite"], "hung": url_of(port)}
@@ -689,8 +695,11 @@ def owned_by_literal_tenant(tmp_path):
     """One SQLite cell whose tenant-owned record 4 belongs to a tenant spelled like a route's literal segment."""
     from tenancy_mw.tenant_path import TenantPath
 
-    url = sqlite_cell(tmp_path / "owned.sqlite", (4, "4b9c0f5e-8d43-4a0a-b7f2-7f2d6e0c9a14", "servers"),
-                      (5, "5c1d2e3f-8d43-4a0a-b7f2-7f2d6e0c9a15", "acme"))
+    url = sqlite_cell(
+        tmp_path / "owned.sqlite",
+        (4, "4b9c0f5e-8d43-4a0a-b7f2-7f2d6e0c9a14", "servers"),
+        (5, "5c1d2e3f-8d43-4a0a-b7f2-7f2d6e0c9a15", "acme"),
+    )
     recorder = Recorder()
     filt = IdResolver(recorder, options({"c1": url}, resources="/servers/{id} services id uuid tenant=host"))
     app = webtest.TestApp(TenantPath(filt, {}))
@@ -724,8 +733,7 @@ def test_tenant_owned_lookup_uses_the_paths_tenant_segment_not_another_reading(o
     # An earlier filter that read the tenant elsewhere (another version_pattern) must not make the
     # lookup use a tenant other than the segment the route matched after.
     app = owned_by_literal_tenant
-    response = app.bare.get("/v2.1/other/servers/5", extra_environ={"tenancy.tenant_id": "acme"},
-                            expect_errors=True)
+    response = app.bare.get("/v2.1/other/servers/5", extra_environ={"tenancy.tenant_id": "acme"}, expect_errors=True)
     assert response.status_int == 404, response.text
     assert app.recorder.seen == []
 
@@ -881,8 +889,11 @@ def layouts(tmp_path):
     """One SQLite cell: record 4 is tenant 6f70656e's, record 5 tenant acme's; tenant_path with token_tenant before."""
     from tenancy_mw.tenant_path import TenantPath
 
-    url = sqlite_cell(tmp_path / "layouts.sqlite", (4, "4b9c0f5e-8d43-4a0a-b7f2-7f2d6e0c9a14", "6f70656e"),
-                      (5, "5c1d2e3f-8d43-4a0a-b7f2-7f2d6e0c9a15", "acme"))
+    url = sqlite_cell(
+        tmp_path / "layouts.sqlite",
+        (4, "4b9c0f5e-8d43-4a0a-b7f2-7f2d6e0c9a14", "6f70656e"),
+        (5, "5c1d2e3f-8d43-4a0a-b7f2-7f2d6e0c9a15", "acme"),
+    )
     recorder = Recorder()
     filt = IdResolver(recorder, options({"c1": url}, resources=LAYOUT_RESOURCES))
     app = webtest.TestApp(TenantPath(filt, {"token_tenant": "true"}))
@@ -923,6 +934,23 @@ def test_a_collection_name_is_never_the_tenant_of_a_lookup(layouts):
     assert layouts.recorder.seen == []
 
 
+@pytest.mark.parametrize("mount", ["/v1/aaaa/v2.1", "/api/v1/compute/v2.1"], ids=["forwarded prefix", "deeper mount"])
+def test_routes_follow_the_version_at_the_end_of_the_mount(layouts, mount):
+    # A client's X-Forwarded-Prefix (http_proxy_to_wsgi prepends it), or a deployment's own mount, before nova's /v2.1.
+    under = {"SCRIPT_NAME": mount}
+    layouts.get("/os-services/4", extra_environ=under)
+    layouts.get("/6f70656e/os-services/4", extra_environ=under)
+    layouts.get("/servers/4", headers=TOKEN, extra_environ=under)
+    assert [(e.get("tenancy.tenant_id"), e["tenancy.resource_id"]) for e in layouts.recorder.seen] == [
+        (None, 4),
+        ("6f70656e", 4),
+        ("6f70656e", 4),
+    ]
+    # Record 5 is acme's, not the token's tenant's: no segment of the mount makes it anyone's.
+    response = layouts.get("/servers/5", headers=TOKEN, extra_environ=under, expect_errors=True)
+    assert response.status_int == 404
+
+
 def test_alone_it_reads_the_layout_itself(tmp_path):
     url = sqlite_cell(tmp_path / "alone.sqlite", (4, "4b9c0f5e-8d43-4a0a-b7f2-7f2d6e0c9a14", "6f70656e"))
     recorder = Recorder()
@@ -937,6 +965,23 @@ def test_alone_it_reads_the_layout_itself(tmp_path):
         assert app.get("/v2.1/os-widgets/servers/4", expect_errors=True).status_int == 404
         owner = {"tenancy.tenant_id": "6f70656e"}
         app.get("/v2.1/6f70656e/servers/4", extra_environ=owner)
+        assert [e["tenancy.resource_id"] for e in recorder.seen] == [4, 4, 4, 4]
+    finally:
+        filt.lookup.close()
+
+
+def test_alone_it_reads_the_version_at_the_end_of_the_mount(tmp_path):
+    url = sqlite_cell(tmp_path / "mounted.sqlite", (4, "4b9c0f5e-8d43-4a0a-b7f2-7f2d6e0c9a14", "6f70656e"))
+    recorder = Recorder()
+    filt = IdResolver(recorder, options({"c1": url}, resources=LAYOUT_RESOURCES, tenant_id_pattern="[0-9a-f-]+"))
+    try:
+        app = webtest.TestApp(filt)
+        for mount in ("/v1/aaaa/v2.1", "/api/v1/compute/v2.1"):
+            under = {"SCRIPT_NAME": mount}
+            app.get("/os-services/4", extra_environ=under)
+            app.get("/6f70656e/servers/4", extra_environ=dict(under, **{"tenancy.tenant_id": "6f70656e"}))
+            # The mount's "aaaa" or "compute" is no tenant: a tenant-owned record is nobody's there.
+            assert app.get("/servers/4", extra_environ=under, expect_errors=True).status_int == 404
         assert [e["tenancy.resource_id"] for e in recorder.seen] == [4, 4, 4, 4]
     finally:
         filt.lookup.close()

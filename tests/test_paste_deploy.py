@@ -10,16 +10,21 @@ findings are each shown on a small paste file written here.
 from __future__ import annotations
 
 import configparser
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import webob
-from paste.deploy import loadfilter
+from paste.deploy import loadapp, loadfilter
 
 from tenancy_mw.paste_deploy import add_filters, check
+from tenancy_mw.paste_deploy.graph import PasteGraph
+from tenancy_mw.tenant_ids import DEFAULT_TENANTLESS_COLLECTIONS
+from tests.conftest import require
 from tests.support.openstack import ATTRIBUTE_POLICIES, policy_operations
 
 MANAGE = os.path.join(os.path.dirname(sys.executable), "tenancy-mw-manage")
@@ -179,6 +184,7 @@ def test_set_options_reach_the_filters_verbatim(installed_paste, tmp_path):
         ("idempotency.backnd=memcached", "unknown option backnd; known options are: "),
         ("idempotency.backend=redis", "idempotency.backend: idempotency: backend = 'redis' is refused"),
         ("tenant_path.tenant_in_path=sometimes", "tenant_in_path = 'sometimes' is refused"),
+        ("tenant_path.version_pattern=.*", "tenant_path: version_pattern = '.*' is refused: it matches an empty"),
         ("id_resolver.cells=x", "adds no filter 'id_resolver' on the public endpoint"),
         ("backend=memory", "'backend=memory' is not FILTER.OPTION=VALUE"),
     ],
@@ -216,6 +222,123 @@ def test_recipe_refuses_a_file_that_has_the_filters_or_no_api(installed_paste, t
     missing = manage("paste", "add", "--service", "nova", str(tmp_path / "missing.ini"))
     assert missing.returncode == 2
     assert "cannot read" in missing.stderr
+
+
+def nova_with_an_outer_authtoken(original: str, *, direct_path: str | None = None) -> str:
+    """nova's file with /v2.1's authtoken moved into an outer pipeline (and, if *direct_path*, a way around it)."""
+    text = original.replace("/v2.1/+: openstack_compute_api_v21", "/v2.1/+: authed_v21")
+    text = text.replace(
+        "osprofiler authtoken keystonecontext osapi_compute_app_v21", "osprofiler keystonecontext osapi_compute_app_v21"
+    )
+    if direct_path:
+        text = text.replace("/v2.1/+: authed_v21", "/v2.1/+: authed_v21\n%s: openstack_compute_api_v21" % direct_path)
+    return text + "\n[pipeline:authed_v21]\npipeline = authtoken openstack_compute_api_v21\n"
+
+
+def fake_nova(environ, start_response):
+    """Answers a keypair creation with a new private key, as nova does (a URL project must be the token's)."""
+    fake_nova.created += 1
+    body = json.dumps({"keypair": {"private_key": "key #%d of %s" % (fake_nova.created, environ["HTTP_X_PROJECT_ID"])}})
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [body.encode()]
+
+
+def test_recipe_keeps_token_trust_where_authtoken_runs_in_an_outer_pipeline(installed_paste, tmp_path):
+    text = add_filters(nova_with_an_outer_authtoken(installed_paste("nova")), "nova")
+    head = "cors http_proxy_to_wsgi compute_req_id faultwrap request_log sizelimit osprofiler".split()
+    assert pipeline(text, "composite:openstack_compute_api_v21", "keystone") == (
+        head + ALL_FILTERS + ["keystonecontext", "osapi_compute_app_v21"]
+    )
+    assert "_noauth" not in text
+    assert check(text) == []
+    # Through the recipe's own sections: another project's request with the same token is no replay.
+    path = write(tmp_path, text)
+    fake_nova.created = 0
+    app = loadfilter("config:%s" % path, name="tenant_path")(
+        loadfilter("config:%s" % path, name="idempotency")(fake_nova)
+    )
+    other = "0b1e" * 8
+
+    def create(project: str, url_project: str) -> webob.Response:
+        request = webob.Request.blank("/%s/os-keypairs" % url_project, method="POST", environ={"SCRIPT_NAME": "/v2.1"})
+        request.headers.update({"X-Client-Token": "t1", "X-Identity-Status": "Confirmed", "X-Project-Id": project})
+        request.body = b'{"keypair": {"name": "k"}}'
+        return request.get_response(app)
+
+    first = create(PROJECT, PROJECT)
+    assert first.json == {"keypair": {"private_key": "key #1 of %s" % PROJECT}}
+    assert create(other, PROJECT).status_int == 403
+    assert create(other, other).json == {"keypair": {"private_key": "key #2 of %s" % other}}
+
+
+def test_recipe_refuses_a_pipeline_reached_with_and_without_authtoken(installed_paste, tmp_path):
+    path = write(tmp_path, nova_with_an_outer_authtoken(installed_paste("nova"), direct_path="/v2.2/+"))
+    result = manage("paste", "add", "--service", "nova", str(path))
+    assert result.returncode == 1
+    assert result.stderr == (
+        "tenancy-mw-manage: %s: [composite:openstack_compute_api_v21] keystone: authtoken runs before the filters' "
+        "place on route osapi_compute[/v2.1/+] > authed_v21 > openstack_compute_api_v21[keystone] > "
+        "osapi_compute_app_v21 but not on route osapi_compute[/v2.2/+] > openstack_compute_api_v21[keystone] > "
+        "osapi_compute_app_v21: they would trust the token on one and not on the other; give the routes pipelines "
+        "of their own\n" % path
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "loop"),
+    [
+        ("[app:a]\nuse = b\n[app:b]\nuse = a\n", "[app:b]: use = a loops: [app:a] > [app:b] > [app:a]"),
+        ("[app:a]\nuse = a\n", "[app:a]: use = a loops: [app:a] > [app:a]"),
+        ("[filter:f]\nuse = f\n[pipeline:main]\npipeline = f app\n[app:app]\nuse = egg:x\n",
+         "[filter:f]: use = f loops: [filter:f] > [filter:f]"),
+    ],
+)  # fmt: skip
+def test_use_loops_are_named_by_both_verbs(tmp_path, text, loop):
+    path = write(tmp_path, text)
+    checked = manage("paste", "check", str(path))
+    assert (checked.returncode, checked.stdout, checked.stderr) == (1, "unresolved %s\n" % loop, "")
+    added = manage("paste", "add", "--service", "nova", str(path))
+    assert (added.returncode, added.stdout) == (1, "")
+    assert added.stderr == "tenancy-mw-manage: %s: %s: paste cannot load that section\n" % (path, loop)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[pipeline:main]\npipeline = authtoken main\n[filter:authtoken]\nuse = egg:x\n",
+        "[composite:main]\nuse = egg:Paste#urlmap\n/v1: api\n[pipeline:api]\npipeline = main\n",
+    ],
+)
+def test_sections_that_only_name_each_other(text):
+    [finding] = check(text)
+    assert str(finding).startswith("unresolved [")
+    assert str(finding).endswith(": no section is an entry point (each is named by another): loading any of them loops")
+
+
+def test_output_over_a_symlink_rewrites_its_target_with_its_mode(installed_paste, tmp_path):
+    target = write(tmp_path, installed_paste("nova"), "real-api-paste.ini")
+    target.chmod(0o640)
+    link = tmp_path / "api-paste.ini"
+    link.symlink_to(target.name)
+    result = manage("paste", "add", "--service", "nova", str(link), "--output", str(link))
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink()
+    assert os.readlink(link) == target.name
+    assert "[filter:admin_cull]" in target.read_text()
+    assert target.stat().st_mode & 0o7777 == 0o640
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tenancy-mw-")] == []
+
+
+def test_output_over_a_file_keeps_its_owner_and_group(installed_paste, tmp_path):
+    require(os.geteuid() == 0, "root (only root gives a file to another user)")
+    path = write(tmp_path, installed_paste("nova"))
+    os.chown(path, 4321, 8765)
+    path.chmod(0o640)
+    result = manage("paste", "add", "--service", "nova", str(path), "--output", str(path))
+    assert result.returncode == 0, result.stderr
+    info = path.stat()
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o7777) == (4321, 8765, 0o640)
+    assert "[filter:admin_cull]" in path.read_text()
 
 
 # --- admin_cull's rules against the services' own policy defaults ------------------------------
@@ -272,6 +395,24 @@ def test_admin_cull_culls_every_admin_only_call_of_the_policy_defaults(
     assert broken == [], "members' calls culled: %s" % broken
 
 
+def test_cinder_admin_calls_under_their_contrib_names_are_culled(openstack_venv, installed_paste, tmp_path):
+    """cinder still routes /os-volume-manage and /os-snapshot-manage (its policies document /manageable_*)."""
+    contrib = next(openstack_venv.glob("lib/python3*/site-packages/cinder/api/contrib"))
+    names = [
+        re.search(r"alias = '([^']+)'", (contrib / module).read_text()).group(1)
+        for module in ("volume_manage.py", "snapshot_manage.py")
+    ]
+    assert names == ["os-volume-manage", "os-snapshot-manage"]
+    cull = loadfilter(
+        "config:%s" % write(tmp_path, add_filters(installed_paste("cinder"), "cinder")), name="admin_cull"
+    )(lambda environ, start_response: [])
+    for prefix in ("", "/" + PROJECT):
+        for name in names:
+            for method, call in (("POST", ""), ("GET", ""), ("GET", "/detail")):
+                path = "%s/%s%s" % (prefix, name, call)
+                assert status_through_admin_cull(cull, "/v3", method, path) == 404, (method, path)
+
+
 # --- the checker on the installed files ---------------------------------------------------------
 
 
@@ -321,6 +462,69 @@ def test_cinder_filters_on_the_keystone_key_only_leave_the_nolimit_route_reporte
     ]
 
 
+def test_admin_cull_attached_with_filter_with_to_the_v21_composite_only(installed_paste):
+    text = installed_paste("nova").replace(
+        "[composite:openstack_compute_api_v21]\n", "[composite:openstack_compute_api_v21]\nfilter-with = admin_cull\n"
+    )
+    findings = check(text + "\n[filter:admin_cull]\nuse = egg:tenancy_mw#admin_cull\n")
+    assert [str(f) for f in findings] == [
+        "skipped-filter %s: runs no admin_cull, which osapi_compute[/v2.1/+] > openstack_compute_api_v21[keystone] "
+        "> osapi_compute_app_v21 runs" % NOVA_LEGACY
+    ]
+
+
+def test_token_tenant_attached_with_filter_with_runs_before_authtoken(installed_paste):
+    tenant_path = "\n[filter:tenant_path]\nuse = egg:tenancy_mw#tenant_path\ntoken_tenant = true\n"
+    original = installed_paste("nova")
+    on_composites = original.replace(
+        "use = call:nova.api.auth:pipeline_factory_v21\n",
+        "use = call:nova.api.auth:pipeline_factory_v21\nfilter-with = tenant_path\n",
+    )
+    # On a filter of the pipeline (cors, before authtoken), inherited through use.
+    on_a_filter = original.replace("[filter:cors]\n", "[filter:cors_base]\nfilter-with = tenant_path\n") + (
+        "\n[filter:cors]\nuse = cors_base\n"
+    )
+    message = (
+        "tenant_path (tenant_path) runs before authtoken, yet token_tenant trusts keystonemiddleware's identity headers"
+    )
+    for text in (on_composites, on_a_filter):
+        findings = [str(f) for f in check(text + tenant_path) if "api_v21" in f.route]
+        assert findings == ["order %s: %s" % (route, message) for route in (NOVA_LEGACY, NOVA_V21)]
+
+
+def test_filters_ignoring_the_token_behind_authtoken(installed_paste):
+    """Sections meant for pipelines without authtoken, in one reached after an outer pipeline's authtoken."""
+    text = nova_with_an_outer_authtoken(installed_paste("nova")).replace(
+        "osprofiler keystonecontext osapi_compute_app_v21",
+        "osprofiler keystonecontext tenant_path_noauth idempotency_noauth osapi_compute_app_v21",
+    )
+    text += (
+        "\n[filter:tenant_path_noauth]\nuse = egg:tenancy_mw#tenant_path\ntoken_tenant = false\n"
+        "check_token_project = false\n"
+        "[filter:idempotency_noauth]\nuse = egg:tenancy_mw#idempotency\nkeystone_scope = false\n"
+    )
+    route = "osapi_compute[/v2.1/+] > authed_v21 > openstack_compute_api_v21[keystone] > osapi_compute_app_v21"
+    assert [str(f) for f in check(text) if f.kind == "token-ignored"] == [
+        "token-ignored %s: tenant_path_noauth (tenant_path) runs after authtoken with token_tenant and "
+        "check_token_project off: a path without a project id gets no tenant, and a path's project id is not "
+        "checked against the token's; turn them on" % route,
+        "token-ignored %s: idempotency_noauth (idempotency) runs after authtoken with keystone_scope off: tokens "
+        "are scoped by the path's tenant, so another project's request with the same idempotency token can replay "
+        "this one's answer; turn keystone_scope on" % route,
+    ]
+
+
+def test_an_admin_cull_with_other_rules_on_the_legacy_route(installed_paste):
+    text = add_filters(installed_paste("nova"), "nova").replace(
+        "authtoken admin_cull tenant_path idempotency tag_query keystonecontext legacy_v2_compatible",
+        "authtoken weak_cull tenant_path idempotency tag_query keystonecontext legacy_v2_compatible",
+    )
+    findings = check(text + "\n[filter:weak_cull]\nuse = admin_cull\nrules = POST /flavors\n")
+    assert [str(f) for f in findings] == [
+        "differs %s: weak_cull (admin_cull) differs in rules from admin_cull on %s" % (NOVA_LEGACY, NOVA_V21)
+    ]
+
+
 # --- each other finding, on a small paste file --------------------------------------------------
 
 HEAD = """
@@ -343,6 +547,8 @@ use = egg:tenancy_mw#tenant_path
 [filter:strip]
 use = egg:tenancy_mw#tenant_path
 strip_tenant = true
+token_tenant = true
+check_token_project = true
 
 [filter:token_tenant]
 paste.filter_factory = tenancy_mw.tenant_path:TenantPath.factory
@@ -399,7 +605,7 @@ def test_filters_that_use_tenant_paths_decision_before_it():
 
 
 def test_tenant_in_path_always_in_front_of_nova():
-    extra = "[filter:always]\nuse = egg:tenancy_mw#tenant_path\ntenant_in_path = always\n"
+    extra = "[filter:always]\nuse = egg:tenancy_mw#tenant_path\ntenant_in_path = always\ntoken_tenant = true\n"
     assert findings_of("authtoken always nova", extra) == [
         "tenant-layout main[/v2.1] > api > nova: always has tenant_in_path = always, but nova serves routes "
         "without the project id too (the first segment would be taken for a tenant): use optional"
@@ -446,6 +652,128 @@ def test_check_exit_status_on_findings_and_on_an_unreadable_file(tmp_path):
         "tenancy-mw-manage: While reading from '%s' [line 2]: section 'app:main' already exists\n" % broken
     )
     assert manage("paste", "check", str(tmp_path)).returncode == 2
+
+
+FILTER_WITH = """
+[composite:main]
+use = egg:Paste#urlmap
+filter-with = outer
+/v1: pipe
+
+[pipeline:pipe]
+pipeline = inherits app
+
+[filter:outer]
+use = egg:tenancy_mw#tenant_path
+
+[filter:base]
+use = egg:tenancy_mw#idempotency
+keystone_scope = false
+filter-with = cull
+
+[filter:inherits]
+use = base
+
+[filter:cull]
+use = egg:tenancy_mw#admin_cull
+
+[app:app]
+paste.app_factory = tests.support.apps:recorder_factory
+record_file = %(here)s/records
+filter-with = last
+
+[filter:last]
+use = egg:tenancy_mw#tag_query
+"""
+
+
+def test_filter_with_runs_where_paste_puts_it(tmp_path):
+    """On a composite, on a filter (inherited through use), on an app: the checker's order is paste's."""
+    path = write(tmp_path, FILTER_WITH)
+    built, classes = loadapp("config:%s" % path), []
+    while not isinstance(built, type(fake_nova)):
+        classes.append(type(built).__name__)
+        built = getattr(built, "application", None) or built.applications[0][1]  # a filter, or paste's urlmap
+    assert classes == ["TenantPath", "URLMap", "AdminCull", "Idempotency", "TagQueryFilter"]
+    [route] = PasteGraph(FILTER_WITH).routes()[0]
+    assert [f.name for f in route.filters] == ["outer", "cull", "inherits", "last"]
+    assert check(FILTER_WITH) == []
+
+
+def test_filter_with_on_a_pipeline_is_reported_as_paste_builds_no_app(tmp_path):
+    text = FILTER_WITH.replace("[pipeline:pipe]\n", "[pipeline:pipe]\nfilter-with = cull\n")
+    with pytest.raises(TypeError, match="composed"):
+        webob.Request.blank("/v1/servers").get_response(loadapp("config:%s" % write(tmp_path, text)))
+    assert [str(f) for f in check(text)] == [
+        "unresolved [pipeline:pipe]: has filter-with = cull, which paste applies as an app's filter only to an app "
+        "or a composite (not to a pipeline, a filter-app, nor over the filter-with of the section its use names): "
+        "it builds a filter there, and every request through it fails"
+    ]
+
+
+@pytest.mark.parametrize(
+    "factory",
+    [
+        "paste.filter_factory = tenancy_mw.idempotency:Idempotency.factory",
+        "paste.filter_factory = tenancy_mw.idempotency.filter : Idempotency.factory",
+        "use = call:tenancy_mw.idempotency:Idempotency.factory",
+    ],
+)
+def test_a_filter_named_by_its_class_is_known(factory):
+    extra = "[filter:by_class]\n%s\nreplay = sometimes\n" % factory
+    assert [f.split(" is refused")[0] for f in findings_of("authtoken tenant_path by_class other", extra)] == [
+        "bad-option [filter:by_class]: idempotency: replay = 'sometimes'"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("option", "refusal"),
+    [
+        ("version_pattern = .*", "version_pattern = '.*' is refused: it matches an empty segment"),
+        ("tenantless_collections = servers, a/b", "tenantless_collections = 'a/b' is refused: not a path segment: "),
+        ("tenant_header = bad header", "tenant_header = 'bad header' is refused: not an HTTP header name"),
+        ("tenant_id_pattern = [0-9", "tenant_id_pattern = '[0-9' is refused: unterminated character set"),
+    ],
+)
+def test_values_tenant_path_refuses_when_it_loads(option, refusal):
+    found = findings_of("authtoken tenant_path other", "[filter:bad]\nuse = egg:tenancy_mw#tenant_path\n%s\n" % option)
+    assert len(found) == 1
+    assert found[0].startswith("bad-option [filter:bad]: tenant_path: " + refusal)
+
+
+def test_options_of_filters_with_stores_are_checked_without_opening_them(tmp_path):
+    registry, tokens = tmp_path / "registry.db", tmp_path / "tokens.db"
+    extra = (
+        "[filter:tenant_admin]\nuse = egg:tenancy_mw#tenant_admin\nconnection = sqlite:///%s\n"
+        "tenantless_collections = servers, a/b\n"
+        "[filter:idempotency_sql]\nuse = egg:tenancy_mw#idempotency\nbackend = sql\nconnection = sqlite:///%s\n"
+        "secret = s\ntoken_headers = ,\n"
+        "[filter:idempotency_memcached]\nuse = egg:tenancy_mw#idempotency\nbackend = memcached\nsecret = s\n"
+        "memcached_servers = 192.0.2.1:11211\n"
+    ) % (registry, tokens)
+    found = findings_of("authtoken tenant_path tenant_admin idempotency_sql other", extra)
+    assert [f.split(" is refused")[0] for f in found] == [
+        "bad-option [filter:tenant_admin]: tenant_admin: tenantless_collections = 'a/b'",
+        "bad-option [filter:idempotency_sql]: idempotency: token_headers = []",
+    ]
+    assert not registry.exists()
+    assert not tokens.exists()
+
+
+def test_tenantless_collections_without_default_names_in_front_of_nova():
+    extra = (
+        "[filter:short]\nuse = egg:tenancy_mw#tenant_path\ntoken_tenant = true\ncheck_token_project = true\n"
+        "tenantless_collections = servers, flavors, os-keypairs\n"
+        "[filter:more]\nuse = short\ntenantless_collections = %s, os-widgets\n"
+    ) % ", ".join(DEFAULT_TENANTLESS_COLLECTIONS)
+    missing = sorted(set(DEFAULT_TENANTLESS_COLLECTIONS) - {"servers", "flavors", "os-keypairs"})
+    assert findings_of("authtoken short nova", extra) == [
+        "tenant-layout main[/v2.1] > api > nova: short (tenant_path) has a tenantless_collections without %d of the "
+        "default names (%s, ...): nova serves them without the project id, and they would be taken for tenants"
+        % (len(missing), ", ".join(missing[:5]))
+    ]
+    assert findings_of("authtoken short other", extra) == []  # another service's own names
+    assert findings_of("authtoken more nova", extra) == []
 
 
 # --- without the sql extra ----------------------------------------------------------------------

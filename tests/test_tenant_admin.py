@@ -924,6 +924,21 @@ def test_it_follows_tenant_paths_layout_over_its_own(registry_url):
     assert service.calls == 1
 
 
+@pytest.mark.parametrize("tenant_path", [{}, None], ids=["behind tenant_path", "alone"])
+@pytest.mark.parametrize("mount", ["/v1/aaaa/v2.1", "/api/v1/compute/v2.1"], ids=["forwarded prefix", "deeper mount"])
+def test_the_version_is_the_end_of_the_mount_never_a_segment_before_it(registry_url, tenant_path, mount):
+    # A client's X-Forwarded-Prefix (http_proxy_to_wsgi prepends it), or a deployment's own mount, before nova's /v2.1.
+    client, _, service = layered(registry_url, tenant_path)
+    under = {"SCRIPT_NAME": mount}
+    assert client.get("/servers", extra_environ=under, status=404).json == {"error": "no such widget"}
+    assert service.calls == 1
+    # The tenant admin API is the segment after nova's version, as without the mount.
+    client.put_json("/acme", {"tier": "gold"}, extra_environ=under, status=201)
+    assert [row[:2] for row in registry_rows(registry_url)[0]] == [("acme", "active")]
+    assert client.get("/acme", extra_environ=under, status=200).json == {"tier": "gold"}
+    assert service.calls == 1
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
     [("tenant_in_path", "sometimes"), ("tenantless_collections", "os-services, a/b"), ("tenant_id_pattern", "(")],

@@ -252,6 +252,34 @@ def test_the_version_may_be_in_the_mount():
     assert TenantLayout(tenant_in_path="always").tenant_index(deeper, 0) == -1
 
 
+@pytest.mark.parametrize(
+    ("script", "path_info", "tenant"),
+    [
+        # oslo.middleware's http_proxy_to_wsgi prepends a client's X-Forwarded-Prefix to nova's /v2.1 mount.
+        ("/v1/aaaa/v2.1", "/servers", None),
+        ("/v1/aaaa/v2.1", "/6f70656e/servers", "6f70656e"),
+        ("/v1/aaaa/", "/v2.1/servers", None),
+        # A deployment mounting nova's urlmap deeper, under a version-like name of its own.
+        ("/api/v1/compute/v2.1", "/servers/detail", None),
+        ("/api/v1/compute/v2.1", "/6f70656e/servers", "6f70656e"),
+        # A version-like segment inside the mount, more of the mount after it: the app's version is its own.
+        ("/v1/aaaa", "/v3/6f70656e/volumes", "6f70656e"),
+        ("/v1/aaaa", "/volumes", None),
+        ("/v1", "/aaaa/servers", "aaaa"),
+    ],
+)
+def test_the_version_is_the_end_of_the_mount_never_a_segment_before_it(script, path_info, tenant):
+    mounted = segments_of(script + path_info, prefix_length=script.count("/"))
+    for layout in (TenantLayout(tenant_id_pattern="[0-9a-f-]+"), TenantLayout()):
+        index = layout.tenant_index(mounted, mounted.prefix_length)
+        assert (mounted.segments[index] if index >= 0 else None) == tenant
+        # Never a segment inside the mount.
+        assert index == -1 or index >= mounted.prefix_length
+    always = TenantLayout(tenant_in_path="always").tenant_index(mounted, mounted.prefix_length)
+    assert always == -1 or always >= mounted.prefix_length
+    assert always == tenant_segment_index(mounted, TenantLayout().version_re, mounted.prefix_length)
+
+
 def test_a_tenant_id_pattern_makes_an_unknown_segment_a_404_naming_it():
     nova = TenantLayout(tenant_id_pattern="[0-9a-f-]+")
     assert nova.tenant_index(segments_of("/v2.1/6f70656e-1/servers")) == 1
@@ -263,7 +291,7 @@ def test_a_tenant_id_pattern_makes_an_unknown_segment_a_404_naming_it():
         assert (refused.status, refused.rule) == (404, "unknown-path-segment")
         assert refused.value == segments_of("/" + segment).segments[0]
         assert repr(refused.value) in refused.detail
-        assert "tenantless_collections" in refused.detail
+        assert "extra_tenantless_collections" in refused.detail
     # An empty segment is the caller's to refuse as a tenant id (400), not an unknown one.
     assert nova.tenant_index(segments_of("/v2.1//servers")) == 1
 
@@ -284,6 +312,14 @@ def test_own_collections_replace_the_defaults_and_blank_names_are_skipped():
     assert layout.tenant_index(segments_of("/v1/servers/3")) == 1
 
 
+def test_extra_collections_add_to_the_defaults():
+    layout = TenantLayout(tenant_id_pattern="[0-9a-f-]+", extra_tenantless_collections=[" os-widgets ", ""])
+    assert layout.collections == frozenset(DEFAULT_TENANTLESS_COLLECTIONS) | {"os-widgets"}
+    for path in ("/v2.1/os-widgets/7", "/v2.1/servers", "/v3/volumes.json"):
+        assert layout.tenant_index(segments_of(path)) == -1
+    assert layout.tenant_index(segments_of("/v2.1/6f70656e/os-widgets")) == 1
+
+
 @pytest.mark.parametrize(
     ("arguments", "option", "value"),
     [
@@ -296,6 +332,7 @@ def test_own_collections_replace_the_defaults_and_blank_names_are_skipped():
         ({"tenantless_collections": ["a\nb"]}, "tenantless_collections", "a\nb"),
         ({"tenantless_collections": ["a%2Fb"]}, "tenantless_collections", "a%2Fb"),
         ({"tenant_id_pattern": "[0-9"}, "tenant_id_pattern", "[0-9"),
+        ({"extra_tenantless_collections": ["os-widgets", "a/b"]}, "extra_tenantless_collections", "a/b"),
     ],
 )
 def test_bad_layout_options_are_refused_naming_option_and_value(arguments, option, value):
@@ -308,7 +345,11 @@ def test_bad_layout_options_are_refused_naming_option_and_value(arguments, optio
 
 def test_from_options_raises_the_filters_own_config_error():
     options = SimpleNamespace(
-        version_pattern="v[0-9]+", tenant_in_path="always", tenantless_collections=["x"], tenant_id_pattern="("
+        version_pattern="v[0-9]+",
+        tenant_in_path="always",
+        tenantless_collections=["x"],
+        tenant_id_pattern="(",
+        extra_tenantless_collections=["y"],
     )
     seen = []
 
@@ -323,6 +364,7 @@ def test_from_options_raises_the_filters_own_config_error():
         TenantLayout.from_options(options)
     options.tenant_id_pattern = None
     assert TenantLayout.from_options(options).tenant_in_path == "always"
+    assert TenantLayout.from_options(options).collections == {"x", "y"}
 
 
 def test_the_layout_options_are_new_copies_each_time():
@@ -331,6 +373,7 @@ def test_the_layout_options_are_new_copies_each_time():
         "version_pattern",
         "tenant_in_path",
         "tenantless_collections",
+        "extra_tenantless_collections",
         "tenant_id_pattern",
     ]
     assert not {id(o) for o in first} & {id(o) for o in second}
@@ -340,6 +383,7 @@ def test_the_layout_options_are_new_copies_each_time():
         "tenant_in_path": "optional",
         "tenantless_collections": list(DEFAULT_TENANTLESS_COLLECTIONS),
         "tenant_id_pattern": None,
+        "extra_tenantless_collections": [],
     }
     first[2].default.append("changed")
     assert "changed" not in second[2].default

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import pytest
 import webtest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oslo_config import cfg
+from oslo_middleware import HTTPProxyToWSGI
 from oslo_middleware.request_id import RequestId
+from paste.urlmap import URLMap
 
 from tenancy_mw.base import ConfigError
 from tenancy_mw.tenant_ids import validate_tenant_id
@@ -454,3 +457,114 @@ def test_a_collection_with_a_format_suffix_is_no_tenant():
     app, recorder = build()
     call(app, "/v3/volumes.json")
     assert "tenancy.tenant_id" not in recorder.seen[-1]
+
+
+# Issue 19 review: the version is the end of the mount point, never a segment a proxy put before it ------------
+
+#: nova's recipe (doc/deploy-openstack.rst): its project ids, the token's project for a path without one.
+NOVA = {"tenant_id_pattern": "[0-9a-f-]+", "token_tenant": "true", "check_token_project": "true"}
+
+
+def http_proxy_to_wsgi(app):
+    """oslo.middleware's http_proxy_to_wsgi before *app*, proxy headers parsed (a config of its own, not cfg.CONF)."""
+    conf = cfg.ConfigOpts()
+    proxy = HTTPProxyToWSGI(app, conf)
+    conf.set_override("enable_proxy_headers_parsing", True, group="oslo_middleware")
+    return proxy
+
+
+def nova_behind_http_proxy_to_wsgi():
+    """nova's ``/v2.1`` urlmap mount; in its pipeline http_proxy_to_wsgi, then us."""
+    recorder = Recorder()
+    urlmap = URLMap()
+    urlmap["/v2.1"] = http_proxy_to_wsgi(TenantPath(recorder, NOVA))
+    return urlmap, recorder
+
+
+@pytest.mark.parametrize("prefix", ["/v1/aaaa", "/v2.1/aaaa", "/v1/aaaa/", "/v3/aaaa/v2"])
+def test_a_forwarded_prefix_never_names_the_tenant(prefix):
+    app, recorder = nova_behind_http_proxy_to_wsgi()
+    headers = dict(CONFIRMED, **{"X-Forwarded-Prefix": prefix})
+    status, _, body, _ = call(app, "/v2.1/servers", headers=headers)
+    assert status == 200, body
+    seen = recorder.seen[-1]
+    # The proxy filter did prepend the client's prefix to nova's mount.
+    assert (seen["SCRIPT_NAME"], seen["PATH_INFO"]) == (prefix + "/v2.1", "/servers")
+    # nova routes /servers: the tenant is the token's project, never the prefix's "aaaa".
+    assert (seen["tenancy.tenant_id"], seen["tenancy.tenant_source"]) == ("6f70656e", "token")
+    assert seen["HTTP_X_TENANT_ID"] == "6f70656e"
+    # A project id in the URL after nova's mount is still the tenant, and still checked against the token.
+    assert call(app, "/v2.1/6f70656e/servers", headers=headers)[0] == 200
+    assert (recorder.seen[-1]["tenancy.tenant_id"], recorder.seen[-1]["tenancy.tenant_source"]) == ("6f70656e", "path")
+    status, _, body, _ = call(app, "/v2.1/aaaa/servers", headers=headers)
+    assert status == 403
+    assert json.loads(body)["errors"][0]["code"] == "tenancy.project-mismatch"
+
+
+def test_under_a_deeper_mount_the_version_is_novas_own():
+    recorder = Recorder()
+    nova = URLMap()
+    nova["/v2.1"] = TenantPath(recorder, NOVA)
+    site = URLMap()  # a deployment serving nova under /api/v1/compute
+    site["/api/v1/compute"] = nova
+    assert call(site, "/api/v1/compute/v2.1/servers/detail", headers=CONFIRMED)[0] == 200
+    seen = recorder.seen[-1]
+    assert (seen["SCRIPT_NAME"], seen["PATH_INFO"]) == ("/api/v1/compute/v2.1", "/servers/detail")
+    assert (seen["tenancy.tenant_id"], seen["tenancy.tenant_source"]) == ("6f70656e", "token")
+    assert call(site, "/api/v1/compute/v2.1/6f70656e/servers", headers=CONFIRMED)[0] == 200
+    assert (recorder.seen[-1]["tenancy.tenant_id"], recorder.seen[-1]["tenancy.tenant_source"]) == ("6f70656e", "path")
+    # Still closed where it cannot tell: the segment after nova's version, named.
+    status, _, body, _ = call(site, "/api/v1/compute/v2.1/os-widgets", headers=CONFIRMED)
+    assert status == 404
+    assert "'os-widgets'" in json.loads(body)["errors"][0]["detail"]
+    assert len(recorder.seen) == 2
+
+
+def test_a_stripped_tenant_is_still_read_after_a_router_moves_it_into_the_mount():
+    """nova's /v2.1 mount, a stripping tenant_path, then a router whose sub-app has a tenant_path of its own."""
+    recorder = Recorder()
+    servers = URLMap()
+    servers["/servers"] = TenantPath(recorder, {"tenant_id_pattern": "[0-9a-f-]+"})
+    nova = URLMap()
+    nova["/v2.1"] = TenantPath(servers, {"strip_tenant": "true", "tenant_id_pattern": "[0-9a-f-]+"})
+    assert call(nova, "/v2.1/6f70656e/servers/1")[0] == 200
+    seen = recorder.seen[-1]
+    assert (seen["SCRIPT_NAME"], seen["PATH_INFO"]) == ("/v2.1/6f70656e/servers", "/1")
+    assert (seen["tenancy.tenant_id"], seen["tenancy.tenant_segment"], seen["HTTP_X_TENANT_ID"]) == (
+        "6f70656e",
+        1,
+        "6f70656e",
+    )
+
+
+def test_a_prefix_prepended_after_a_strip_never_names_the_tenant():
+    """A stripping tenant_path, then http_proxy_to_wsgi, then another tenant_path: the mount's segments moved."""
+    recorder = Recorder()
+    nova = URLMap()
+    second = http_proxy_to_wsgi(TenantPath(recorder, {}))
+    nova["/v2.1"] = TenantPath(second, {"strip_tenant": "true", "tenant_id_pattern": "[0-9a-f-]+"})
+    assert call(nova, "/v2.1/6f70656e/servers", headers={"X-Forwarded-Prefix": "/v1/aaaa"})[0] == 200
+    seen = recorder.seen[-1]
+    assert (seen["SCRIPT_NAME"], seen["PATH_INFO"]) == ("/v1/aaaa/v2.1/6f70656e", "/servers")
+    assert seen["tenancy.tenant_id"] == "6f70656e"
+    assert seen.get("HTTP_X_TENANT_ID") != "aaaa"
+
+
+# Issue 19 review: the 404's advice keeps the default collections ---------------------------------------------
+
+
+def test_following_the_unknown_segment_advice_keeps_novas_collections():
+    app, _ = build(NOVA)
+    status, _, body, _ = call(app, "/v2.1/os-widgets/7", headers=CONFIRMED)
+    assert status == 404
+    detail = json.loads(body)["errors"][0]["detail"]
+    assert "'os-widgets'" in detail
+    # Do what it says, literally: the option it names, given the segment it names.
+    option = re.search(r"add it to the (\w+) option", detail).group(1)
+    assert option == "extra_tenantless_collections"
+    app, recorder = build(dict(NOVA, **{option: "os-widgets"}))
+    for path in ("/v2.1/os-widgets/7", "/v2.1/servers", "/v2.1/os-keypairs", "/v3/volumes.json"):
+        assert call(app, path, headers=CONFIRMED)[0] == 200, path
+        assert recorder.seen[-1]["tenancy.tenant_source"] == "token", path
+    assert call(app, "/v2.1/6f70656e/os-widgets/7", headers=CONFIRMED)[0] == 200
+    assert recorder.seen[-1]["tenancy.tenant_source"] == "path"

@@ -6,11 +6,13 @@
   ``authtoken`` and ``keystonecontext`` (:mod:`.recipe`);
 - :func:`check` (``tenancy-mw-manage paste check``): reads any paste file
   and reports the routes that skip a filter another route to the same app
-  runs, a second stripping ``tenant_path``, the orders the filters know to
-  be wrong and the options they would refuse (:mod:`.check`).
+  runs (or run it with other options), a second stripping ``tenant_path``,
+  the orders the filters know to be wrong and the options they would
+  refuse (:mod:`.check`).
 
 Both are text and :mod:`configparser` work: they import neither paste,
-the service, nor SQLAlchemy, and build no filter.  See
+the service, nor SQLAlchemy, and open no store (the checker builds only
+the filters that open nothing: :mod:`.filters`).  See
 ``doc/deploy-openstack.rst``.
 
     >>> from tenancy_mw.paste_deploy import add_filters, check

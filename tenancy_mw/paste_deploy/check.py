@@ -9,6 +9,13 @@ as :class:`Finding` objects:
     ``/v2`` composite without the ``admin_cull`` of ``/v2.1``).  Routes
     from different entry points are different endpoints (a public and an
     admin one may differ on purpose), and are not compared.
+``differs``
+    A tenancy_mw filter that a route runs with other options than the same
+    filter on another route from the same entry point to the same app (the
+    legacy ``/v2`` composite's ``admin_cull`` with fewer rules): the
+    options that differ are named.  Routes of different auth strategies
+    (cinder's ``noauth`` and ``keystone``) are alternatives, not compared;
+    ``keystone`` and ``keystone_nolimit`` are.
 ``second-strip``
     More than one ``tenant_path`` on a route, one of them with
     ``strip_tenant``: the second reads the segment after the tenant as one.
@@ -21,19 +28,31 @@ as :class:`Finding` objects:
     ``id_resolver`` or ``idempotency`` before the route's ``tenant_path``
     (they use its decision).  ``admin_cull`` before or after ``tenant_path``
     is fine either way: it judges the path the app routes on too.
+``token-ignored``
+    The other way round: a filter that ignores the token though
+    ``authtoken`` runs before it.  ``idempotency`` with ``keystone_scope``
+    off scopes tokens by the path's tenant, so another project's request
+    with the same idempotency token can replay this one's answer;
+    ``tenant_path`` with ``token_tenant`` and ``check_token_project`` off
+    in front of nova's or cinder's API gives their project-less paths no
+    tenant, and takes a path's project id unchecked.
 ``tenant-layout``
     ``tenant_in_path = always`` in front of nova's or cinder's API, which
-    serve every route without the project id as well.
+    serve every route without the project id as well; a
+    ``tenantless_collections`` there without names of the default list
+    (:data:`~tenancy_mw.tenant_ids.DEFAULT_TENANTLESS_COLLECTIONS`), which
+    would be read as tenants.
 ``bad-option``
     A tenancy_mw section with an option the filter does not have, or a
-    value it refuses (checked as when the pipeline loads, without building
-    the filter); a value paste cannot interpolate.
+    value it refuses (checked as when the pipeline loads, without opening
+    anything: :mod:`.filters`); a value paste cannot interpolate.
 ``unloadable``
     A tenancy_mw filter that cannot be imported here (a missing extra):
     run the checker with the service's own Python.
 ``unresolved``
-    A route that cannot be followed: a name with no section, a loop, a
-    pipeline factory without the auth strategy's pipeline.
+    A route that cannot be followed: a name with no section, a loop (of
+    ``use``, of ``filter-with``, of sections), a pipeline factory without
+    the auth strategy's pipeline.
 
 Options the filters would read from the service's config file
 (``oslo_config_project``, or the service's global configuration) are not
@@ -66,8 +85,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tenancy_mw.paste_deploy.filters import AUTHTOKEN, filter_class, option_problems, option_value, tenancy_kind
+from tenancy_mw.paste_deploy.filters import (
+    AUTHTOKEN,
+    PASTE_CONTROL_KEYS,
+    filter_class,
+    option_problems,
+    option_value,
+    tenancy_kind,
+)
 from tenancy_mw.paste_deploy.graph import PasteGraph, Route, Section
+from tenancy_mw.tenant_ids import DEFAULT_TENANTLESS_COLLECTIONS
 
 __all__ = ["FINDING_KINDS", "TENANTLESS_APPS", "Finding", "check"]
 
@@ -77,9 +104,11 @@ FINDING_KINDS = (
     "bad-option",
     "unloadable",
     "order",
+    "token-ignored",
     "second-strip",
     "tenant-layout",
     "skipped-filter",
+    "differs",
 )
 #: API apps that serve every route with and without the project id after the version.
 TENANTLESS_APPS = frozenset(
@@ -87,6 +116,19 @@ TENANTLESS_APPS = frozenset(
 )
 # Filters that act on the tenant tenant_path decided, so come after it.
 _AFTER_TENANT_PATH = ("tenant_admin", "id_resolver", "idempotency")
+# Options that, when all off behind authtoken, leave the token unused: (options, what follows).
+_IGNORES_TOKEN = {
+    "idempotency": (
+        ("keystone_scope",),
+        "tokens are scoped by the path's tenant, so another project's request with the same idempotency token "
+        "can replay this one's answer; turn keystone_scope on",
+    ),
+    "tenant_path": (
+        ("token_tenant", "check_token_project"),
+        "a path without a project id gets no tenant, and a path's project id is not checked against the "
+        "token's; turn them on",
+    ),
+}
 # Options that, when on (or not empty), trust keystonemiddleware's identity headers.
 _TRUSTS_KEYSTONE = (
     ("tenant_path", "token_tenant"),
@@ -137,6 +179,16 @@ class _Filters:
         cls = self.get(kind) if kind else None
         return option_value(cls, section.conf, name) if cls is not None else None
 
+    def effective(self, section: Section) -> dict[str, Any]:
+        """Every option the filter of *section* runs with (defaults included); its raw keys if not loadable."""
+        kind = tenancy_kind(section.target)
+        cls = self.get(kind) if kind else None
+        if cls is None:
+            return dict(section.conf)
+        found = {opt.dest: option_value(cls, section.conf, opt.dest) for opt in cls.all_opts()}
+        found.update((key, section.conf[key]) for key in PASTE_CONTROL_KEYS if key in section.conf)
+        return found
+
 
 def check(text: str, *, auth_strategy: str = "keystone", source: str = "api-paste.ini") -> list[Finding]:
     """Every :class:`Finding` of the paste file *text* (see the module documentation).
@@ -158,6 +210,7 @@ def check(text: str, *, auth_strategy: str = "keystone", source: str = "api-past
     for route in routes:
         found += _route_findings(route, filters)
     found += _skipped_filters(routes)
+    found += _differing_filters(routes, filters)
     order = {kind: index for index, kind in enumerate(FINDING_KINDS)}
     return sorted(dict.fromkeys(found), key=lambda f: order[f.kind])
 
@@ -183,15 +236,8 @@ def _route_findings(route: Route, filters: _Filters) -> Iterator[Finding]:
     auth = [index for index, f in enumerate(route.filters) if f.target in AUTHTOKEN]
     tenant_paths = [index for index, kind in enumerate(kinds) if kind == "tenant_path"]
     for index, (section, kind) in enumerate(zip(route.filters, kinds, strict=True)):
-        for filter_kind, option in _TRUSTS_KEYSTONE:
-            if kind == filter_kind and filters.value(section, option) and not any(a < index for a in auth):
-                where = "runs before authtoken" if auth else "runs with no authtoken on this route"
-                yield Finding(
-                    "order",
-                    route.label,
-                    "%s (%s) %s, yet %s trusts keystonemiddleware's identity headers"
-                    % (section.name, kind, where, option),
-                )
+        if kind is not None:
+            yield from _trust_findings(route, section, kind, [a for a in auth if a < index], bool(auth), filters)
         if kind in _AFTER_TENANT_PATH and tenant_paths and index < tenant_paths[0]:
             yield Finding(
                 "order",
@@ -210,20 +256,59 @@ def _route_findings(route: Route, filters: _Filters) -> Iterator[Finding]:
     yield from _layout_findings(route, kinds, tenant_paths, filters)
 
 
-def _layout_findings(route: Route, kinds: list[str | None], tenant_paths: list[int], filters: _Filters):
+def _trust_findings(
+    route: Route, section: Section, kind: str, auth_before: list[int], any_auth: bool, filters: _Filters
+) -> Iterator[Finding]:
+    """``order`` for a filter trusting the token with no authtoken before it; ``token-ignored`` the other way."""
+    for filter_kind, option in _TRUSTS_KEYSTONE:
+        if kind == filter_kind and filters.value(section, option) and not auth_before:
+            where = "runs before authtoken" if any_auth else "runs with no authtoken on this route"
+            yield Finding(
+                "order",
+                route.label,
+                "%s (%s) %s, yet %s trusts keystonemiddleware's identity headers" % (section.name, kind, where, option),
+            )
+    ignored = _IGNORES_TOKEN.get(kind)
+    if not auth_before or ignored is None or (kind == "tenant_path" and route.app.target not in TENANTLESS_APPS):
+        return
+    options, consequence = ignored
+    # False, not None: None is an option the filter refused or a filter that cannot load here.
+    if all(filters.value(section, option) is False for option in options):
+        yield Finding(
+            "token-ignored",
+            route.label,
+            "%s (%s) runs after authtoken with %s off: %s" % (section.name, kind, " and ".join(options), consequence),
+        )
+
+
+def _layout_findings(
+    route: Route, kinds: list[str | None], tenant_paths: list[int], filters: _Filters
+) -> Iterator[Finding]:
     if route.app.target not in TENANTLESS_APPS:
         return
     # The first tenant_path decides for every later filter; without one, each decides on its own.
     deciders = tenant_paths[:1] or [i for i, kind in enumerate(kinds) if kind in ("tenant_admin", "id_resolver")]
     for index in deciders:
         section = route.filters[index]
-        if filters.value(section, "tenant_in_path") == "always":
+        layout = filters.value(section, "tenant_in_path")
+        if layout == "always":
             yield Finding(
                 "tenant-layout",
                 route.label,
                 "%s has tenant_in_path = always, but %s serves routes without the project id too "
                 "(the first segment would be taken for a tenant): use optional" % (section.name, route.app.name),
             )
+        collections = filters.value(section, "tenantless_collections")
+        missing = sorted(set(DEFAULT_TENANTLESS_COLLECTIONS) - {name.strip() for name in collections or ()})
+        if layout == "optional" and collections is not None and missing:
+            yield Finding(
+                "tenant-layout",
+                route.label,
+                "%s (%s) has a tenantless_collections without %d of the default names (%s%s): %s serves them "
+                "without the project id, and they would be taken for tenants"
+                % (section.name, kinds[index], len(missing), ", ".join(missing[:5]), ", ..." * (len(missing) > 5),
+                   route.app.name),
+            )  # fmt: skip
 
 
 def _skipped_filters(routes: list[Route]) -> list[Finding]:
@@ -241,3 +326,56 @@ def _skipped_filters(routes: list[Route]) -> list[Finding]:
                 other = next(r for r in group if kind in runs[r])
                 found.append(Finding("skipped-filter", route.label, "runs no %s, which %s runs" % (kind, other.label)))
     return found
+
+
+def _differing_filters(routes: list[Route], filters: _Filters) -> list[Finding]:
+    """``differs``: a filter kind run with other options than on another route to the same app."""
+    groups: dict[tuple, list[Route]] = {}
+    for route in routes:
+        # Auth strategies are alternatives (one runs); a strategy and its _nolimit twin are not.
+        strategies = tuple(p.key.removesuffix("_nolimit") for p in route.passes if not p.header.startswith("pipeline:"))
+        groups.setdefault((route.root, route.app.target or route.app.header, strategies), []).append(route)
+    found = []
+    for group in groups.values():
+        runs: dict[str, dict[Route, list[tuple[Section, dict[str, Any]]]]] = {}
+        for route in group:
+            for section in route.filters:
+                kind = tenancy_kind(section.target)
+                if kind is not None:
+                    runs.setdefault(kind, {}).setdefault(route, []).append((section, filters.effective(section)))
+        for kind, by_route in sorted(runs.items()):
+            reference = _reference(by_route)
+            for route, run in by_route.items():
+                message = _difference(kind, run, by_route[reference], reference)
+                if message:
+                    found.append(Finding("differs", route.label, message))
+    return found
+
+
+def _reference(by_route: dict[Route, list[tuple[Section, dict[str, Any]]]]) -> Route:
+    """The route whose options of one filter kind most routes share; on a tie, the one whose sections write most."""
+    shapes = {route: repr([sorted(options.items()) for _, options in run]) for route, run in by_route.items()}
+    counts = {shape: list(shapes.values()).count(shape) for shape in shapes.values()}
+    explicit = {route: sum(len(set(section.raw) - {"use"}) for section, _ in run) for route, run in by_route.items()}
+    return max(by_route, key=lambda route: (counts[shapes[route]], explicit[route]))
+
+
+def _difference(
+    kind: str, run: list[tuple[Section, dict[str, Any]]], other: list[tuple[Section, dict[str, Any]]], where: Route
+) -> str | None:
+    """How *run* (one route's filters of *kind*) differs from *other*'s, on route *where*; None if not."""
+    if len(run) != len(other):
+        return "runs %s %d times, %s %d" % (kind, len(run), where.label, len(other))
+    for (section, options), (theirs, their_options) in zip(run, other, strict=True):
+        names = sorted(
+            key for key in options.keys() | their_options.keys() if options.get(key) != their_options.get(key)
+        )
+        if names:
+            return "%s (%s) differs in %s from %s on %s" % (
+                section.name,
+                kind,
+                ", ".join(names),
+                theirs.name,
+                where.label,
+            )
+    return None

@@ -9,6 +9,11 @@ factory (``paste.filter_factory = mod:attr``, ``use = egg:dist#name``,
 ``use = call:mod:attr``; a ``use`` naming another section inherits its
 factory and options).
 
+``filter-with = NAME`` on an app, a composite or a filter (also when
+inherited through ``use``) wraps it in filter ``NAME``: on a route, that
+filter runs just before the section.  On a pipeline or a filter-app paste
+builds a filter instead of an app, which fails every request: a problem.
+
 Composites
     - **urlmaps** (``egg:Paste#urlmap``, nova's
       ``nova.api.openstack.urlmap:urlmap_factory``, cinder's
@@ -51,6 +56,7 @@ __all__ = [
     "PIPELINE_FACTORIES",
     "URLMAPS",
     "normalize_target",
+    "Pass",
     "Problem",
     "PasteGraph",
     "Route",
@@ -90,6 +96,14 @@ _PROTOCOL_KEYS = frozenset(
         "next",
     }
 )
+# Keys naming the factory of a section without "use" (loadwsgi's egg_protocols).
+_FACTORY_KEYS = (
+    "paste.app_factory",
+    "paste.composite_factory",
+    "paste.composit_factory",
+    "paste.filter_factory",
+    "paste.filter_app_factory",
+)
 _KINDS = {
     "app": "app",
     "application": "app",
@@ -102,6 +116,8 @@ _KINDS = {
 # Where paste looks for a name used as an app, and as a filter (loadwsgi's config_prefixes).
 _APP_KINDS = ("app", "composite", "pipeline", "filter-app")
 _SCHEME = re.compile(r"^[a-z]+:", re.IGNORECASE)
+# An entry point's value as importlib reads it: "module : attr [extras]", spaces allowed.
+_ENTRY_POINT = re.compile(r"^(?P<module>[\w.]+)\s*:\s*(?P<attr>[\w.]+)\s*(\[.*\])?$")
 
 
 @dataclass(frozen=True)
@@ -119,6 +135,19 @@ class Section:
     conf: dict[str, str] = field(hash=False, compare=False)
     #: Every key of the section as written, ``use`` and the like included.
     raw: dict[str, str] = field(hash=False, compare=False)
+    #: The filters ``filter-with`` wraps it in, its own then inherited ones: the order a request meets them.
+    wrappers: tuple[str, ...] = field(default=(), hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Pass:
+    """A route's way through one pipeline: a ``[pipeline:...]`` (*key* ``pipeline``) or a composite's key."""
+
+    header: str
+    key: str
+    #: For each word of the pipeline, the index in the route's filters where its filters begin
+    #: (its ``filter-with`` ones first); the last is where the app's begin.
+    starts: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -132,6 +161,8 @@ class Route:
     #: The filters, in the order a request meets them.
     filters: tuple[Section, ...]
     app: Section
+    #: The pipelines the route goes through, outermost first.
+    passes: tuple[Pass, ...] = ()
 
     @property
     def label(self) -> str:
@@ -152,6 +183,8 @@ def normalize_target(value: str) -> str:
 
     >>> normalize_target("egg:Tenancy-MW[sql]#tenant_path"), normalize_target("call:nova.api.auth:pipeline_factory_v21")
     ('egg:tenancy_mw#tenant_path', 'nova.api.auth:pipeline_factory_v21')
+    >>> normalize_target("tenancy_mw.admin_cull :AdminCull.factory [sql]")
+    'tenancy_mw.admin_cull:AdminCull.factory'
     """
     value = value.strip()
     if value.lower().startswith("egg:"):
@@ -159,8 +192,9 @@ def normalize_target(value: str) -> str:
         dist = re.split(r"[\[<>=!~ ]", spec, maxsplit=1)[0].lower().replace("-", "_")
         return "egg:%s#%s" % (dist, name.strip() or "main")
     if value.lower().startswith("call:"):
-        return value[5:].strip()
-    return value
+        value = value[5:].strip()
+    entry = _ENTRY_POINT.match(value)
+    return "%s:%s" % (entry.group("module"), entry.group("attr")) if entry else value
 
 
 class PasteGraph:
@@ -172,11 +206,17 @@ class PasteGraph:
         self.value_problems: list[Problem] = []
         #: Names that lead nowhere, found so far (reading ``use``, following routes).
         self.problems: list[Problem] = []
-        self.sections: dict[str, Section] = {}
+        #: ``use`` chains that come back to a section (paste recurses until it fails); also in problems.
+        self.use_loops: list[Problem] = []
+        # Sections built so far; a section built for another's "use" is built once.
+        self._built: dict[str, Section] = {}
+        headers = []
         for header in self.config.sections():
             prefix, _, name = header.partition(":")
             if _KINDS.get(prefix.strip()) and name.strip():
-                self.sections[header] = self._section(header, set())
+                headers.append(header)
+                self._section(header, ())
+        self.sections: dict[str, Section] = {header: self._built[header] for header in headers}
 
     def _local_conf(self, header: str) -> dict[str, str]:
         defaults = self.config.defaults()
@@ -194,35 +234,43 @@ class PasteGraph:
                     conf[key] = self.config.get(header, key, raw=True)
         return conf
 
-    def _section(self, header: str, seen: set[str]) -> Section:
+    def _section(self, header: str, chain: tuple[str, ...]) -> Section:
+        """Build *header*'s section; *chain* holds the sections whose ``use`` led here (to stop a loop)."""
+        built = self._built.get(header)
+        if built is not None:
+            return built
         prefix, _, name = header.partition(":")
         kind, name = _KINDS[prefix.strip()], name.strip()
         raw = self._local_conf(header)
         conf = {k: v for k, v in raw.items() if k not in _PROTOCOL_KEYS}
-        target = ""
-        use = raw.get("use", "")
-        if use and not _SCHEME.match(use) and header not in seen:
+        wrapper = raw.get("filter-with", "").strip()
+        own = (wrapper,) if wrapper else ()
+        section = Section(kind, name, header, "", conf, raw, own)
+        use = raw.get("use", "").strip()
+        if use and not _SCHEME.match(use):
             # "use = other_section": that section's factory and options, overridden by ours.
-            base = self.lookup(use, "filter" if kind == "filter" else "app", header)
-            if base is not None:
-                inherited = self._section(base.header, seen | {header})
-                return Section(kind, name, header, inherited.target, {**inherited.conf, **conf}, raw)
+            base = self._find(use, "filter" if kind in ("filter", "filter-app") else "app", "[%s]" % header)
+            path = chain + (header,)
+            if base in path:
+                loop = path[path.index(base) :] + (base,)
+                message = "use = %s loops: %s" % (use, " > ".join("[%s]" % h for h in loop))
+                self.use_loops.append(Problem("[%s]" % header, message))
+                self.problems.append(self.use_loops[-1])
+            elif base is not None:
+                inherited = self._section(base, path)
+                merged = {**inherited.conf, **conf}
+                section = Section(kind, name, header, inherited.target, merged, raw, own + inherited.wrappers)
         elif use:
-            target = normalize_target(use)
+            section = Section(kind, name, header, normalize_target(use), conf, raw, own)
         else:
-            for key in (
-                "paste.app_factory",
-                "paste.composite_factory",
-                "paste.composit_factory",
-                "paste.filter_factory",
-                "paste.filter_app_factory",
-            ):
+            for key in _FACTORY_KEYS:
                 if key in raw:
-                    target = raw[key].strip()
-        return Section(kind, name, header, target, conf, raw)
+                    section = Section(kind, name, header, normalize_target(raw[key]), conf, raw, own)
+        self._built[header] = section
+        return section
 
-    def lookup(self, name: str, role: str, where: str) -> Section | None:
-        """The section paste loads for *name* used as an ``app`` or a ``filter``; None (and a problem) if none."""
+    def _find(self, name: str, role: str, where: str) -> str | None:
+        """The header of the section named *name* in *role* (``app`` or ``filter``); None (and a problem)."""
         kinds = _APP_KINDS if role == "app" else ("filter",)
         found = []
         for header in self.config.sections():
@@ -230,10 +278,7 @@ class PasteGraph:
             if _KINDS.get(prefix.strip()) in kinds and section_name.strip() == name:
                 found.append(header)
         if len(found) == 1:
-            return self.sections.get(found[0]) or self._section(found[0], set())
-        if _SCHEME.match(name):
-            # egg:/call:/config: used directly in a pipeline: known by that spec alone.
-            return Section(role, name, name, normalize_target(name), {}, {})
+            return found[0]
         message = "names %s %r, which %s" % (
             "an app" if role == "app" else "a filter",
             name,
@@ -241,6 +286,14 @@ class PasteGraph:
         )
         self.problems.append(Problem(where, message))
         return None
+
+    def lookup(self, name: str, role: str, where: str) -> Section | None:
+        """The section paste loads for *name* used as an ``app`` or a ``filter``; None (and a problem) if none."""
+        if _SCHEME.match(name):
+            # egg:/call:/config: used directly in a pipeline: known by that spec alone.
+            return Section(role, name, name, normalize_target(name), {}, {})
+        header = self._find(name, role, where)
+        return self._section(header, ()) if header is not None else None
 
     def roots(self) -> list[Section]:
         """The entry points: app-like sections that no other section names."""
@@ -256,8 +309,13 @@ class PasteGraph:
     def routes(self, auth_strategy: str = "keystone") -> tuple[list[Route], list[Problem]]:
         """Every route from every entry point, and the problems met on the way (see the module doc)."""
         found: list[Route] = []
-        for root in self.roots():
-            found.extend(self._walk(root, (), (), auth_strategy, frozenset()))
+        roots = self.roots()
+        for root in roots:
+            found.extend(self._walk(root, (), (), auth_strategy, frozenset(), ()))
+        app_like = [s for s in self.sections.values() if s.kind in _APP_KINDS]
+        if app_like and not roots and not self.use_loops:
+            message = "no section is an entry point (each is named by another): loading any of them loops"
+            self.problems.append(Problem("[%s]" % app_like[0].header, message))
         return found, list(dict.fromkeys(self.problems))
 
     def branches(self, section: Section, auth_strategy: str) -> list[tuple[str, list[str]]]:
@@ -293,27 +351,39 @@ class PasteGraph:
         filters: tuple[Section, ...],
         strategy: str,
         seen: frozenset[str],
+        passes: tuple[Pass, ...],
     ) -> Iterator[Route]:
         if section.header in seen:
             self.problems.append(Problem(" > ".join(hops), "loops back to [%s]" % section.header))
             return
         seen = seen | {section.header}
+        here = hops + (section.name,)
+        if section.kind in ("pipeline", "filter-app") and section.wrappers or len(section.wrappers) > 1:
+            # loadwsgi's _FilterWith wraps only an app's context as an app; anything else becomes a filter.
+            message = (
+                "has filter-with = %s, which paste applies as an app's filter only to an app or a composite "
+                "(not to a pipeline, a filter-app, nor over the filter-with of the section its use names): "
+                "it builds a filter there, and every request through it fails" % section.wrappers[0]
+            )
+            self.problems.append(Problem("[%s]" % section.header, message))
+            return
+        filters += self.wrapping(section, " > ".join(here))
         if section.kind == "app":
-            wrapper = section.raw.get("filter-with")
-            wrapped = self._filters([wrapper], " > ".join(hops + (section.name,))) if wrapper else ()
             root = (hops[0] if hops else section.name).split("[")[0]
-            yield Route(root, hops, filters + wrapped, section)
+            yield Route(root, hops, filters, section, passes)
         elif section.kind == "pipeline":
             names = section.raw.get("pipeline", "").split()
-            yield from self._chain(names, hops + (section.name,), filters, strategy, seen)
+            yield from self._chain(names, here, filters, strategy, seen, passes, (section.header, "pipeline"))
         elif section.kind == "filter-app":
-            here = hops + (section.name,)
-            following = self.lookup(section.raw.get("next", ""), "app", " > ".join(here))
+            following = self.lookup(section.raw.get("next", "").strip(), "app", " > ".join(here))
             if following is not None:
-                yield from self._walk(following, here, filters + (section,), strategy, seen)
+                yield from self._walk(following, here, filters + (section,), strategy, seen, passes)
         else:
+            urlmap = self.is_urlmap(section)
             for key, names in self.branches(section, strategy):
-                yield from self._chain(names, hops + ("%s[%s]" % (section.name, key),), filters, strategy, seen)
+                hop = hops + ("%s[%s]" % (section.name, key),)
+                step = None if urlmap else (section.header, key)
+                yield from self._chain(names, hop, filters, strategy, seen, passes, step)
 
     def _chain(
         self,
@@ -322,21 +392,42 @@ class PasteGraph:
         filters: tuple[Section, ...],
         strategy: str,
         seen: frozenset[str],
+        passes: tuple[Pass, ...],
+        step: tuple[str, str] | None,
     ) -> Iterator[Route]:
-        """Follow a pipeline: filters, then the app (or pipeline, or composite) it ends in."""
+        """Follow a pipeline (*step*: its header and key): filters, then the app (or pipeline, or composite)."""
         where = " > ".join(hops)
         if not names:
             self.problems.append(Problem(where, "names no app"))
             return
-        added = self._filters(names[:-1], where)
-        app = self.lookup(names[-1], "app", where)
-        if app is not None and len(added) == len(names) - 1:
-            yield from self._walk(app, hops, filters + added, strategy, seen)
-
-    def _filters(self, names: list[str], where: str) -> tuple[Section, ...]:
-        found = []
-        for name in names:
+        added: tuple[Section, ...] = ()
+        starts = []
+        complete = True
+        for name in names[:-1]:
+            starts.append(len(filters) + len(added))
             section = self.lookup(name, "filter", where)
-            if section is not None:
-                found.append(section)
-        return tuple(found)
+            if section is None:
+                complete = False
+            else:
+                added += self.wrapping(section, where) + (section,)
+        starts.append(len(filters) + len(added))
+        app = self.lookup(names[-1], "app", where)
+        if app is not None and complete:
+            if step is not None:
+                passes += (Pass(step[0], step[1], tuple(starts)),)
+            yield from self._walk(app, hops, filters + added, strategy, seen, passes)
+
+    def wrapping(self, section: Section, where: str, stack: tuple[str, ...] = ()) -> tuple[Section, ...]:
+        """The filters ``filter-with`` runs just before *section*, in the order a request meets them."""
+        found: tuple[Section, ...] = ()
+        stack += (section.header,)
+        for name in section.wrappers:
+            wrapper = self.lookup(name, "filter", where)
+            if wrapper is None:
+                continue
+            if wrapper.header in stack:
+                self.problems.append(Problem(where, "filter-with = %s loops back to [%s]" % (name, wrapper.header)))
+                continue
+            # A wrapper's own filter-with runs before it (paste composes them so).
+            found += self.wrapping(wrapper, where, stack) + (wrapper,)
+        return found

@@ -24,7 +24,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import stat
 import sys
 import tempfile
 
@@ -49,18 +51,37 @@ def _read(path: str) -> str:
 
 
 def _write(path: str, text: str) -> None:
-    """Write *path* whole or not at all (a half-written api-paste.ini would stop the service)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".tenancy-mw-")
+    """Write *path* whole or not at all (a half-written api-paste.ini would stop the service).
+
+    A file written over keeps its mode, owner and group (the service may
+    read it under its own user); a symlink stays one, its target rewritten.
+    """
+    path = os.path.realpath(path)
+    try:
+        original: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        original = None
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tenancy-mw-")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(text)
-        os.chmod(temporary, mode)
+        if original is not None:
+            _keep_owner(temporary, original)
+        # After chown, which may clear set-id bits.
+        os.chmod(temporary, stat.S_IMODE(original.st_mode) if original else 0o644)
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def _keep_owner(path: str, original: os.stat_result) -> None:
+    """Give *path* the owner and group of *original*: root may; others may keep a group they are in."""
+    if os.geteuid() == 0:
+        os.chown(path, original.st_uid, original.st_gid)
+    elif original.st_gid != os.getegid():
+        with contextlib.suppress(PermissionError):
+            os.chown(path, -1, original.st_gid)
 
 
 def _add(args: argparse.Namespace) -> int:

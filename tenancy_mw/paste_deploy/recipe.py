@@ -14,11 +14,17 @@ cinder's ``/v3`` composite with all its keys.  Where they go:
 
   admin endpoint: the same without ``admin_cull``.  cinder gets no
   ``tag_query`` (it has no tag queries to read).
-- in a pipeline without ``authtoken`` (cinder's ``noauth`` keys), just
-  before the app, as ``tenant_path_noauth`` and ``idempotency_noauth``:
-  the same sections (``use = tenant_path``) with ``token_tenant``,
-  ``check_token_project`` and ``keystone_scope`` off, since nothing there
-  makes keystonemiddleware's identity headers trustworthy.
+- in a pipeline without ``authtoken`` where an outer pipeline or a
+  ``filter-with`` runs it earlier on every route, just before
+  ``keystonecontext`` (or the app), as they are.
+- in a pipeline that no route reaches after ``authtoken`` (cinder's
+  ``noauth`` keys), just before the app, as ``tenant_path_noauth`` and
+  ``idempotency_noauth``: the same sections (``use = tenant_path``) with
+  ``token_tenant``, ``check_token_project`` and ``keystone_scope`` off,
+  since nothing there makes keystonemiddleware's identity headers
+  trustworthy.  A pipeline that some routes reach after ``authtoken`` and
+  others not is refused (:class:`RecipeError`): neither variant is right
+  for both.
 
 The sections it appends:
 
@@ -69,7 +75,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from tenancy_mw.paste_deploy.filters import AUTHTOKEN, PASTE_CONTROL_KEYS, filter_class, option_problems, tenancy_kind
-from tenancy_mw.paste_deploy.graph import PasteGraph
+from tenancy_mw.paste_deploy.graph import PasteGraph, Route
 from tenancy_mw.paste_deploy.ini import PasteLines
 
 __all__ = [
@@ -114,7 +120,11 @@ NOVA_ADMIN_RULES = (
 )
 #: cinder's admin-only calls, as ``admin_cull`` rules.  Source: cinder
 #: 29.0.0's policy defaults (``cinder/policies/*.py``): every operation of a
-#: ``DocumentedRuleDefault`` whose ``check_str`` is ``base.RULE_ADMIN_API``.
+#: ``DocumentedRuleDefault`` whose ``check_str`` is ``base.RULE_ADMIN_API``,
+#: and the same calls under the names ``cinder/api/contrib/`` still routes
+#: (``os-volume-manage``, ``os-snapshot-manage``: the controllers check
+#: ``volume_manage``, ``snapshot_manage`` and ``list_manageable``, whose
+#: documented paths are ``/manageable_volumes`` and ``/manageable_snapshots``).
 #: Left out, because members reach the same method and path: volume,
 #: snapshot and group actions (``POST /volumes/{id}/action``...), and reads
 #: with admin-only attributes.
@@ -134,6 +144,8 @@ CINDER_ADMIN_RULES = (
     "*               /os-quota-class-sets/**",
     "PUT,DELETE      /os-quota-sets/*",
     "*               /os-services/**",
+    "*               /os-snapshot-manage/**",  # manageable_snapshots' older name
+    "*               /os-volume-manage/**",  # manageable_volumes' older name
     "*               /qos-specs/**",
     "*               /scheduler-stats/**",
     "POST,PUT,DELETE /types/**",  # type create, update, delete, access, extra specs, encryption
@@ -182,6 +194,8 @@ class ServiceRecipe:
     api_apps: frozenset[str]
     #: Filters that stay right before the app (nova's ``legacy_v2_compatible``).
     tail_filters: frozenset[str]
+    #: The service's ``keystonecontext``: the filters go before it.
+    context_filters: frozenset[str]
     #: The filters, in pipeline order, with their options.
     sections: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
     #: The admin-only calls ``admin_cull`` culls on the public endpoint.
@@ -222,6 +236,7 @@ RECIPES: dict[str, ServiceRecipe] = {
         "nova",
         frozenset({"nova.api.openstack.compute:APIRouterV21.factory"}),
         frozenset({"nova.api.openstack:LegacyV2CompatibleWrapper.factory"}),
+        frozenset({"nova.api.auth:NovaKeystoneContext.factory"}),
         _sections("nova", NOVA_ADMIN_RULES, tags=True),
         NOVA_ADMIN_RULES,
     ),
@@ -229,6 +244,7 @@ RECIPES: dict[str, ServiceRecipe] = {
         "cinder",
         frozenset({"cinder.api.v3.router:APIRouter.factory"}),
         frozenset(),
+        frozenset({"cinder.api.middleware.auth:CinderKeystoneContext.factory"}),
         # cinder's faults have nova's shape: {"badRequest": {"code": 400, "message": ...}}.
         _sections("nova", CINDER_ADMIN_RULES, tags=False),
         CINDER_ADMIN_RULES,
@@ -326,19 +342,45 @@ def _api_pipelines(graph: PasteGraph, recipe: ServiceRecipe) -> Iterator[tuple[s
                 yield section.header, key, words
 
 
-def _insertion(graph: PasteGraph, recipe: ServiceRecipe, words: list[str]) -> tuple[int, bool]:
-    """Where the filters go in a pipeline: ``(word index, after it)``."""
+def _authtoken_before(routes: list[Route], header: str, key: str, index: int) -> dict[bool, list[str]]:
+    """The routes through pipeline *key* of *header*, by whether ``authtoken`` runs before its word *index*."""
+    found: dict[bool, list[str]] = {}
+    for route in routes:
+        for step in route.passes:
+            if (step.header, step.key) == (header, key):
+                before = route.filters[: step.starts[index]]
+                found.setdefault(any(f.target in AUTHTOKEN for f in before), []).append(route.label)
+    return found
+
+
+def _insertion(
+    graph: PasteGraph, recipe: ServiceRecipe, routes: list[Route], header: str, key: str, words: list[str]
+) -> tuple[int, bool, bool]:
+    """Where the filters go in a pipeline: ``(word index, after it, without authtoken)``."""
     targets = []
     for word in words[:-1]:
         section = graph.lookup(word, "filter", "")
         targets.append(section.target if section is not None else "")
     auth = [index for index, target in enumerate(targets) if target in AUTHTOKEN]
     if auth:
-        return auth[-1], True
+        return auth[-1], True, False
     index = len(words) - 1
     while index > 0 and targets[index - 1] in recipe.tail_filters:
         index -= 1
-    return index, False
+    # authtoken may still run earlier, in an outer pipeline or a filter-with: decided per route.
+    by_auth = _authtoken_before(routes, header, key, index)
+    if len(by_auth) > 1:
+        raise RecipeError(
+            "[%s] %s: authtoken runs before the filters' place on route %s but not on route %s: they would "
+            "trust the token on one and not on the other; give the routes pipelines of their own"
+            % (header, key, by_auth[True][0], by_auth[False][0])
+        )
+    if not by_auth.get(True):
+        return index, False, True
+    context = [i for i, target in enumerate(targets[:index]) if target in recipe.context_filters]
+    if context and _authtoken_before(routes, header, key, context[0]).keys() == {True}:
+        return context[0], False, False
+    return index, False, False
 
 
 def add_filters(
@@ -380,13 +422,20 @@ def add_filters(
             "%s already has %s: run the recipe on the service's own api-paste.ini"
             % (source, ", ".join("[%s]" % h for h in present))
         )
+    if graph.use_loops:
+        loop = graph.use_loops[0]
+        raise RecipeError("%s: %s: %s: paste cannot load that section" % (source, loop.where, loop.message))
+    routes, _ = graph.routes("all")
     lines = PasteLines(text)
     noauth: set[str] = set()
     edited = 0
     for header, key, words in _api_pipelines(graph, recipe):
-        index, after = _insertion(graph, recipe, words)
+        try:
+            index, after, without_auth = _insertion(graph, recipe, routes, header, key, words)
+        except RecipeError as exc:
+            raise RecipeError("%s: %s" % (source, exc)) from None
         names = list(sections)
-        if not after:
+        if without_auth:
             noauth.update(n for n in names if n in _NOAUTH)
             names = [_NOAUTH[n][0] if n in _NOAUTH else n for n in names]
         lines.insert_words(header, key, index, names, after=after)

@@ -17,44 +17,14 @@ the admin interface the admin one.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from tests.conftest import require
 from tests.support import memcached
-from tests.support.openstack import OTHER_REGION, REGION, Cloud
+from tests.support.openstack import OTHER_REGION, REGION, Cloud, apply_recipe
 
 #: idempotency's secret in every filtered endpoint (they share one memcached).
 SECRET = "tenancy-mw-openstack-tests-secret"
-
-
-def recipe(service: str, endpoint: str, installed: str, workdir: Path, settings: dict[str, str]) -> str:
-    """The service's installed api-paste.ini after ``tenancy-mw-manage paste add``."""
-    source = workdir / ("%s-installed-api-paste.ini" % service)
-    source.write_text(installed)
-    output = workdir / ("%s-%s-api-paste.ini" % (service, endpoint))
-    command = [
-        sys.executable,
-        "-m",
-        "tenancy_mw.manage",
-        "paste",
-        "add",
-        "--service",
-        service,
-        "--endpoint",
-        endpoint,
-        str(source),
-        "--output",
-        str(output),
-    ]
-    for key, value in settings.items():
-        command += ["--set", "%s=%s" % (key, value)]
-    done = subprocess.run(command, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return output.read_text()
 
 
 @pytest.fixture(scope="session")
@@ -87,8 +57,8 @@ def nova_endpoints(cloud, openstack_memcached):
     """(public, admin, plain) nova-api services, registered in the catalog in both layouts."""
     installed = cloud.installed_paste("nova")
     settings = _settings(openstack_memcached)
-    public = cloud.nova("public", recipe("nova", "public", installed, cloud.workdir, settings))
-    admin = cloud.nova("admin", recipe("nova", "admin", installed, cloud.workdir, settings))
+    public = cloud.nova("public", apply_recipe("nova", "public", installed, cloud.workdir, settings))
+    admin = cloud.nova("admin", apply_recipe("nova", "admin", installed, cloud.workdir, settings))
     plain = cloud.nova("plain", installed, workers=1)
     cloud.register(
         "compute",
@@ -119,8 +89,8 @@ def cinder_endpoints(cloud, openstack_memcached):
     """(public, admin) cinder-api services, registered in the catalog in both layouts."""
     installed = cloud.installed_paste("cinder")
     settings = _settings(openstack_memcached)
-    public = cloud.cinder("public", recipe("cinder", "public", installed, cloud.workdir, settings))
-    admin = cloud.cinder("admin", recipe("cinder", "admin", installed, cloud.workdir, settings))
+    public = cloud.cinder("public", apply_recipe("cinder", "public", installed, cloud.workdir, settings))
+    admin = cloud.cinder("admin", apply_recipe("cinder", "admin", installed, cloud.workdir, settings))
     cloud.register(
         "block-storage",
         "cinder",

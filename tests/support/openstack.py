@@ -45,7 +45,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.servers import Response, free_port, wait_for_port
+from tests.support.servers import Response, free_port, http_request, wait_for_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONSTRAINTS = REPO_ROOT / "openstack-constraints.txt"
@@ -206,12 +206,6 @@ class Service:
         path = self.folder / "gunicorn.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def worker_pids(self) -> list[int]:
-        """The gunicorn workers' process ids (children of the master)."""
-        assert self.process is not None
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.process.pid)], capture_output=True, text=True)
-        return [int(pid) for pid in out.stdout.split()]
-
     def request(
         self, method: str, target: str, headers: dict | None = None, body=None, timeout: float = 60.0
     ) -> Response:
@@ -220,18 +214,7 @@ class Service:
         if body is not None and not isinstance(body, bytes):
             body = json.dumps(body).encode()
             headers.setdefault("Content-Type", "application/json")
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            conn.putrequest(method, target, skip_accept_encoding=True)
-            for key, value in headers.items():
-                conn.putheader(key, value)
-            if body is not None:
-                conn.putheader("Content-Length", str(len(body)))
-            conn.endheaders(body)
-            resp = conn.getresponse()
-            return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
-        finally:
-            conn.close()
+        return http_request(self.port, method, target, headers, body, timeout)
 
 
 # --- the cloud --------------------------------------------------------------------
@@ -264,8 +247,12 @@ class Cloud:
         self.overlay = library_overlay(self.workdir / "site", self.venv)
         self.services: list[Service] = []
         self.people = {p.name: Person(p.name, p.project, p.role) for p in self.PEOPLE}
-        self.keystone = self._start_keystone()
-        self._populate()
+        try:
+            self.keystone = self._start_keystone()
+            self._populate()
+        except BaseException:
+            self.stop()  # never leave a Keystone running behind a failed start
+            raise
 
     # Keystone --------------------------------------------------------------------
 
@@ -548,6 +535,37 @@ class Cloud:
         for service in reversed(self.services):
             service.stop()
         self.services.clear()
+
+
+def apply_recipe(service: str, endpoint: str, installed: str, folder: Path, settings: dict[str, str]) -> str:
+    """*installed* (a service's api-paste.ini) after the library's recipe, ``tenancy-mw-manage paste add``.
+
+    Run as an operator runs it, the console command of the library's own
+    virtualenv; *settings* become ``--set FILTER.OPTION=VALUE``.
+    """
+    source = folder / ("%s-installed-api-paste.ini" % service)
+    source.write_text(installed)
+    output = folder / ("%s-%s-api-paste.ini" % (service, endpoint))
+    command = [
+        sys.executable,
+        "-m",
+        "tenancy_mw.manage",
+        "paste",
+        "add",
+        "--service",
+        service,
+        "--endpoint",
+        endpoint,
+        str(source),
+        "--output",
+        str(output),
+    ]
+    for key, value in settings.items():
+        command += ["--set", "%s=%s" % (key, value)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError("tenancy-mw-manage paste add failed: %s" % done.stderr)
+    return output.read_text()
 
 
 #: The check strings that mean "admin only" in nova's and cinder's policy defaults.

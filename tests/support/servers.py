@@ -112,18 +112,25 @@ class GunicornServer:
 
     def request(self, method: str, target: str, headers: dict | None = None, body: bytes | None = None) -> Response:
         """Send *target* exactly as given (no client-side quoting or normalising)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        try:
-            conn.putrequest(method, target, skip_accept_encoding=True)
-            for key, value in (headers or {}).items():
-                conn.putheader(key, value)
-            if body is not None:
-                conn.putheader("Content-Length", str(len(body)))
-            conn.endheaders(body)
-            resp = conn.getresponse()
-            return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
-        finally:
-            conn.close()
+        return http_request(self.port, method, target, headers, body)
+
+
+def http_request(
+    port: int, method: str, target: str, headers: dict | None = None, body: bytes | None = None, timeout: float = 10.0
+) -> Response:
+    """One request to 127.0.0.1:*port*, *target* sent exactly as given (no client-side quoting or normalising)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.putrequest(method, target, skip_accept_encoding=True)
+        for key, value in (headers or {}).items():
+            conn.putheader(key, value)
+        if body is not None:
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        resp = conn.getresponse()
+        return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
+    finally:
+        conn.close()
 
 
 def raw_request(
