@@ -41,7 +41,7 @@ SDIST_TESTS = [
 ]
 
 #: What those tests import besides the package and its ``sql`` extra (versions from constraints.txt).
-SDIST_TEST_REQUIREMENTS = ["pytest", "hypothesis", "WebTest", "PasteDeploy"]
+SDIST_TEST_REQUIREMENTS = ["pytest", "hypothesis", "WebTest", "PasteDeploy", "Paste"]
 
 #: What the sdist must carry for its tests, docs and demo.
 SDIST_MUST_HOLD = [
