@@ -52,20 +52,34 @@ def _settings(openstack_memcached) -> dict[str, str]:
     }
 
 
+def _filtered(cloud, service: str, openstack_memcached) -> tuple:
+    """(public, admin) servers of *service*: its installed api-paste.ini after the recipe for each endpoint."""
+    installed = cloud.installed_paste(service)
+    settings = _settings(openstack_memcached)
+    start = getattr(cloud, service)
+    return tuple(
+        start(endpoint, apply_recipe(service, endpoint, installed, cloud.workdir, settings))
+        for endpoint in ("public", "admin")
+    )
+
+
+def _register(cloud, service_type: str, name: str, servers: tuple, layouts: dict[str, str]) -> None:
+    """Catalog entries of *servers* (public, admin) in each region's URL layout (*layouts*: region -> path)."""
+    public, admin = servers
+    cloud.register(
+        service_type,
+        name,
+        {region: public.url + path for region, path in layouts.items()},
+        admin_urls={region: admin.url + path for region, path in layouts.items()},
+    )
+
+
 @pytest.fixture(scope="session")
 def nova_endpoints(cloud, openstack_memcached):
     """(public, admin, plain) nova-api services, registered in the catalog in both layouts."""
-    installed = cloud.installed_paste("nova")
-    settings = _settings(openstack_memcached)
-    public = cloud.nova("public", apply_recipe("nova", "public", installed, cloud.workdir, settings))
-    admin = cloud.nova("admin", apply_recipe("nova", "admin", installed, cloud.workdir, settings))
-    plain = cloud.nova("plain", installed, workers=1)
-    cloud.register(
-        "compute",
-        "nova",
-        {REGION: public.url + "/v2.1", OTHER_REGION: public.url + "/v2.1/%(project_id)s"},
-        admin_urls={REGION: admin.url + "/v2.1", OTHER_REGION: admin.url + "/v2.1/%(project_id)s"},
-    )
+    public, admin = _filtered(cloud, "nova", openstack_memcached)
+    plain = cloud.nova("plain", cloud.installed_paste("nova"), workers=1)
+    _register(cloud, "compute", "nova", (public, admin), {REGION: "/v2.1", OTHER_REGION: "/v2.1/%(project_id)s"})
     return public, admin, plain
 
 
@@ -87,14 +101,6 @@ def nova_plain(nova_endpoints):
 @pytest.fixture(scope="session")
 def cinder_endpoints(cloud, openstack_memcached):
     """(public, admin) cinder-api services, registered in the catalog in both layouts."""
-    installed = cloud.installed_paste("cinder")
-    settings = _settings(openstack_memcached)
-    public = cloud.cinder("public", apply_recipe("cinder", "public", installed, cloud.workdir, settings))
-    admin = cloud.cinder("admin", apply_recipe("cinder", "admin", installed, cloud.workdir, settings))
-    cloud.register(
-        "block-storage",
-        "cinder",
-        {REGION: public.url + "/v3/%(project_id)s", OTHER_REGION: public.url + "/v3"},
-        admin_urls={REGION: admin.url + "/v3/%(project_id)s", OTHER_REGION: admin.url + "/v3"},
-    )
-    return public, admin
+    servers = _filtered(cloud, "cinder", openstack_memcached)
+    _register(cloud, "block-storage", "cinder", servers, {REGION: "/v3/%(project_id)s", OTHER_REGION: "/v3"})
+    return servers
