@@ -241,6 +241,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def minor_faults(pid: int) -> int:
+    """Minor page faults of *pid* so far (``minflt``, field 10 of ``/proc/PID/stat``)."""
+    return int(_stat_fields(pid)[7])
+
+
 def rss_bytes(pid: int) -> int:
     """Resident set size of *pid* (``VmRSS`` of ``/proc/PID/status``)."""
     with open("/proc/%d/status" % pid, encoding="ascii") as handle:

@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from load import children, cpu_seconds  # noqa: E402 - bench/ is this script's folder
+from load import children, cpu_seconds, minor_faults  # noqa: E402 - bench/ is this script's folder
 
 from tests.support import memcached  # noqa: E402
 from tests.support.openstack import Cloud, Service, apply_recipe, ensure_venv  # noqa: E402
@@ -87,14 +87,15 @@ class Row:
     shape: str
     server: str
     cpu_per_request: list[float] = field(default_factory=list)
+    faults_per_request: list[float] = field(default_factory=list)
     requests: int = 0
 
 
-def server_cpu(service: Service) -> tuple[frozenset[int], float]:
-    """The master and workers of *service*, and their CPU seconds so far."""
+def server_cpu(service: Service) -> tuple[frozenset[int], float, int]:
+    """The master and workers of *service*, their CPU seconds and minor page faults so far."""
     assert service.process is not None
     pids = [service.process.pid, *children(service.process.pid)]
-    return frozenset(pids), sum(cpu_seconds(pid) for pid in pids)
+    return frozenset(pids), sum(cpu_seconds(pid) for pid in pids), sum(minor_faults(pid) for pid in pids)
 
 
 def run_wrk(service: Service, script: str, path: str, seconds: float, connections: int, folder: Path) -> int:
@@ -145,18 +146,57 @@ def measure(rows: dict, servers: dict, token: str, rounds: int, seconds: float, 
         for shape, name in pairs:
             script, path = scripts(token)[shape]
             service = servers[name]
-            pids, before = server_cpu(service)
+            pids, before, faults_before = server_cpu(service)
             count = run_wrk(service, script, path, seconds, connections, folder)
-            pids_after, after = server_cpu(service)
+            pids_after, after, faults_after = server_cpu(service)
             if pids != pids_after:
                 raise RuntimeError("%s: a worker was replaced during the run" % name)
             row = rows[(shape, name)]
             row.cpu_per_request.append((after - before) / count)
+            row.faults_per_request.append((faults_after - faults_before) / count)
             row.requests += count
 
 
+#: An inert filter: it only calls the next application, through ``depth`` extra Python frames.
+_INERT_FILTER_MODULE = """
+def factory(global_conf, depth="0", **local):
+    depth = int(depth)
+
+    def wrap(app):
+        def down(environ, start_response, left):
+            if left:
+                return down(environ, start_response, left - 1)
+            return app(environ, start_response)
+
+        def passthrough(environ, start_response):
+            return down(environ, start_response, depth)
+
+        return passthrough
+
+    return wrap
+"""
+#: Frames the recipe's four filters hold open while nova serves ``GET /servers`` (admin_cull,
+#: tenant_path and its token step, idempotency, tag_query); the pass-through holds as many.
+RECIPE_FRAMES = 5
+
+
+def passthrough_paste(installed: str, folder: Path, depth: int = RECIPE_FRAMES - 1) -> tuple[str, Path]:
+    """*installed* with an inert filter where the recipe puts its four, and the folder of its module.
+
+    The filter holds *depth* frames past its own open while the service runs.
+    """
+    modules = folder / "passthrough"
+    modules.mkdir(exist_ok=True)
+    (modules / "tenancy_bench_passthrough.py").write_text(_INERT_FILTER_MODULE)
+    paste = installed.replace(" authtoken keystonecontext ", " authtoken passthrough keystonecontext ")
+    if paste.count(" passthrough ") != 2:
+        raise RuntimeError("nova's api-paste.ini changed: no 'authtoken keystonecontext' in its two keystone pipelines")
+    paste += "\n[filter:passthrough]\npaste.filter_factory = tenancy_bench_passthrough:factory\ndepth = %d\n" % depth
+    return paste, modules
+
+
 def start(folder: Path, memcached_address: str) -> tuple[Cloud, dict[str, Service]]:
-    """Keystone and the two nova-api servers: nova's installed file, and the same after the recipe."""
+    """Keystone and the nova-api servers: nova's file, the recipe's, a pass-through's, nova's again."""
     cloud = Cloud(folder / "cloud", ensure_venv())
     installed = cloud.installed_paste("nova")
     settings = {
@@ -165,11 +205,16 @@ def start(folder: Path, memcached_address: str) -> tuple[Cloud, dict[str, Servic
         "idempotency.secret": "bench-secret",
     }
     filtered = apply_recipe("nova", "public", installed, folder, settings)
+    passthrough, modules = passthrough_paste(installed, folder)
     # Every keypair request creates one for alice: lift nova's 100-per-user quota.
     unlimited = "[quota]\nkey_pairs = -1\n"
     servers = {
         "nova": cloud.nova("plain", installed, workers=WORKERS, extra_conf=unlimited),
         "nova + filters": cloud.nova("filtered", filtered, workers=WORKERS, extra_conf=unlimited),
+        # The same stack depth with no work at all: what deepening nova's pipeline costs by itself.
+        "nova + pass-through": cloud.nova(
+            "passthrough", passthrough, workers=WORKERS, extra_conf=unlimited, extra_path=modules
+        ),
         # The control: a second, identical unmodified nova.  What it differs from the first is the
         # noise floor of a comparison between two servers.
         "nova again": cloud.nova("again", installed, workers=WORKERS, extra_conf=unlimited),
@@ -179,26 +224,30 @@ def start(folder: Path, memcached_address: str) -> tuple[Cloud, dict[str, Servic
 
 def report(rows: dict) -> tuple[list[str], bool]:
     """The table's lines and whether every shape met the goal."""
-    fmt = "%-24s %12s %12s %10s %12s %10s %6s"
-    lines = [fmt % ("request", "nova us/req", "+filters us", "added", "control us", "control", "goal"), "-" * 92]
+    names = ("nova", "nova + filters", "nova + pass-through", "nova again")
+    fmt = "%-24s %9s %9s %9s %9s %9s   %-17s %5s"
+    lines = [
+        fmt % ("request", "nova us", "filters", "added", "pass-thr", "control", "faults/req n|f|p", "goal"),
+        "-" * 101,
+    ]
     met = True
     for shape in dict.fromkeys(shape for shape, _ in rows):
-        plain, filtered, again = (
-            statistics.median(rows[(shape, name)].cpu_per_request) for name in ("nova", "nova + filters", "nova again")
-        )
-        share = (filtered - plain) / plain
+        cpu = [statistics.median(rows[(shape, name)].cpu_per_request) for name in names]
+        faults = [statistics.median(rows[(shape, name)].faults_per_request) for name in names]
+        plain = cpu[0]
+        share = (cpu[1] - plain) / plain
         ok = share <= GOAL_SHARE
         met = met and ok
-        cells = (shape, plain * 1e6, filtered * 1e6, share * 100, again * 1e6, (again - plain) / plain * 100)
         lines.append(
             fmt
             % (
-                cells[0],
-                "%.0f" % cells[1],
-                "%.0f" % cells[2],
-                "%+.2f %%" % cells[3],
-                "%.0f" % cells[4],
-                "%+.2f %%" % cells[5],
+                shape,
+                "%.0f" % (plain * 1e6),
+                "%.0f" % (cpu[1] * 1e6),
+                "%+.2f %%" % (share * 100),
+                "%+.2f %%" % ((cpu[2] - plain) / plain * 100),
+                "%+.2f %%" % ((cpu[3] - plain) / plain * 100),
+                "%.0f|%.0f|%.0f" % tuple(faults[:3]),
                 "PASS" if ok else "MISS",
             )
         )
@@ -232,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         measure(rows, servers, token, 1, 1.0, args.connections, folder)
         for row in rows.values():
             row.cpu_per_request.clear()
+            row.faults_per_request.clear()
             row.requests = 0
         measure(rows, servers, token, args.rounds, args.seconds, args.connections, folder)
     finally:
@@ -259,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
                 "server": r.server,
                 "requests": r.requests,
                 "cpu_us_per_request_rounds": [v * 1e6 for v in r.cpu_per_request],
+                "minor_faults_per_request_rounds": r.faults_per_request,
             }
             for r in rows.values()
         ]

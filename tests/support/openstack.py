@@ -472,14 +472,22 @@ class Cloud:
             """
         ).format(db=db_folder) + self.authtoken_section("nova")
 
-    def nova(self, name: str, paste: str, workers: int = 2, extra_conf: str = "") -> Service:
-        """A nova-api serving *paste* (the text of an api-paste.ini), sharing the cloud's databases."""
+    def nova(
+        self, name: str, paste: str, workers: int = 2, extra_conf: str = "", extra_path: Path | None = None
+    ) -> Service:
+        """A nova-api serving *paste* (the text of an api-paste.ini), sharing the cloud's databases.
+
+        *extra_path*, a folder put on the server's ``PYTHONPATH`` after the library, holds
+        modules that *paste* names (the nova bench's pass-through filter).
+        """
         databases = self.nova_databases()
         folder = self.workdir / ("nova-" + name)
         folder.mkdir(exist_ok=True)
         (folder / "nova.conf").write_text(self._nova_conf(databases) + extra_conf)
         (folder / "api-paste.ini").write_text(paste)
         env = self.env(OS_NOVA_CONFIG_DIR=str(folder))
+        if extra_path is not None:
+            env["PYTHONPATH"] += os.pathsep + str(extra_path)
         return self._launch(
             Service("nova-" + name, folder, "nova.wsgi.osapi_compute:application", env, self.venv, workers=workers)
         )
