@@ -122,7 +122,7 @@ test-main: $(STAMP)-test
 
 # --- every Python the package claims ----------------------------------------
 # setup.cfg's classifiers and python_requires name exactly TESTED_PYTHONS
-# (tests/test_shipping.py checks it).  `make test` runs the whole suite on
+# (tests/project/test_shipping.py checks it).  `make test` runs the whole suite on
 # $(PYTHON), then, on each other one, in its own $(VENV)-pyX.Y, the suite
 # without the tests marked `slow` (servers, fresh virtualenvs, PostgreSQL and
 # MariaDB variants: tests/conftest.py), two at a time, so CI stays under 20

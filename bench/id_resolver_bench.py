@@ -27,7 +27,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from tenancy_mw.id_resolver import IdResolver
+from tenancy_mw.cells.filter import IdResolver
 
 CELLS = 10
 CELL_LATENCY_S = 0.020

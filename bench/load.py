@@ -179,7 +179,7 @@ def prepare_state(folder: Path) -> None:
     idempotency store its table.
     """
     from tenancy_mw import migrations
-    from tenancy_mw.tenant_registry import TenantRegistry
+    from tenancy_mw.tenants.registry import TenantRegistry
 
     (folder / "state").mkdir()
     shutil.copyfile(DEMO_SETTINGS, folder / DEMO_SETTINGS.name)

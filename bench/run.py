@@ -35,16 +35,16 @@ from idempotency_cases import cases as idempotency_cases
 from idempotency_cases import report_lines as idempotency_report_lines
 from oslo_middleware.request_id import RequestId
 
-from tenancy_mw.overrides import MAX_ESCAPES
-from tenancy_mw.tag_query import TagQueryFilter
-from tenancy_mw.tenant_path import TenantPath
+from tenancy_mw.cull.overrides import MAX_ESCAPES
+from tenancy_mw.tags.filter import TagQueryFilter
+from tenancy_mw.tenants.path_filter import TenantPath
 
 try:
-    from tenancy_mw.admin_cull import AdminCull
+    from tenancy_mw.cull.filter import AdminCull
 except ModuleNotFoundError as exc:
     # Only "the module is not written yet" is tolerated; a broken admin_cull
     # (an import error inside it) must fail the bench, not drop its rows.
-    if exc.name != "tenancy_mw.admin_cull":
+    if exc.name != "tenancy_mw.cull.filter":
         raise
     AdminCull = None
 

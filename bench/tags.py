@@ -11,7 +11,7 @@ id is fetched, again and again, with two formulations of the same filter:
     one ``EXISTS`` / ``NOT EXISTS`` subquery per tag, combined with
     ``AND`` / ``OR`` as the parameter says: what one writes first;
 ``tenancy_mw``
-    :meth:`tenancy_mw.tag_store.TagStore.where` with ``candidates`` the
+    :meth:`tenancy_mw.tags.store.TagStore.where` with ``candidates`` the
     number of resources (the page walks the whole collection, as an
     administrator's list of every tenant's resources does): what the
     library ships.  On PostgreSQL the store reads the planner's statistics
@@ -50,9 +50,10 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from tenancy_mw import migrations, sql
-from tenancy_mw.tag_store import TagStore
-from tenancy_mw.tags import TAGS, TagQuery, parse_tag_query
+from tenancy_mw import migrations
+from tenancy_mw.core import sql
+from tenancy_mw.tags.model import TAGS, TagQuery, parse_tag_query
+from tenancy_mw.tags.store import TagStore
 
 DATABASE = "tenancy_bench_tags"
 ADMIN_URLS = {
@@ -408,7 +409,7 @@ def _time_pages(conn, engine, pages: dict, repeats: int, what: str) -> tuple[dic
 def sweep(repeats: int, log) -> list[str]:
     """PostgreSQL: both forms of ``tags-any`` over a range of sizes, alone and beside a required tag.
 
-    The data the thresholds of :data:`tenancy_mw.tags.GROUPED_ANY_MAX` were
+    The data the thresholds of :data:`tenancy_mw.tags.model.GROUPED_ANY_MAX` were
     set from: for each query the median of the grouped ``IN`` (counts of 0
     force it), of the semi-join (no counts), of the straightforward
     formulation, and which form ``TagStore.where`` picks over the whole

@@ -22,10 +22,10 @@ import shutil
 import tempfile
 
 from tenancy_mw import migrations
-from tenancy_mw.admin_cull import AdminCull
-from tenancy_mw.tenant_admin import TenantAdmin
-from tenancy_mw.tenant_path import TenantPath
-from tenancy_mw.tenant_registry import TenantRegistry
+from tenancy_mw.cull.filter import AdminCull
+from tenancy_mw.tenants.admin_filter import TenantAdmin
+from tenancy_mw.tenants.path_filter import TenantPath
+from tenancy_mw.tenants.registry import TenantRegistry
 
 __all__ = ["cases"]
 

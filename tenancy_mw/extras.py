@@ -17,9 +17,9 @@ fails with the command that fixes it:
 
 Nothing here imports WSGI machinery.
 
-    >>> error = missing_extra("sql", "tenancy_mw.sql", ImportError(name="sqlalchemy"))
+    >>> error = missing_extra("sql", "tenancy_mw.core.sql", ImportError(name="sqlalchemy"))
     >>> print(error)
-    tenancy_mw.sql needs 'sqlalchemy', which is not installed: pip install 'tenancy_mw[sql]'
+    tenancy_mw.core.sql needs 'sqlalchemy', which is not installed: pip install 'tenancy_mw[sql]'
 """
 
 from __future__ import annotations

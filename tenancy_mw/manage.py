@@ -59,8 +59,8 @@ DATABASE_URL_ENV = "TENANCY_MW_DATABASE_URL"
 
 #: Modules that add verb groups to the command (each has ``register(subparsers)``).
 VERB_MODULES: tuple[str, ...] = (
-    "tenancy_mw.uuid_backfill",
-    "tenancy_mw.manage_tenants",
+    "tenancy_mw.cells.backfill",
+    "tenancy_mw.tenants.manage",
     "tenancy_mw.idempotency.manage",
     "tenancy_mw.paste_deploy.manage",
 )
@@ -80,7 +80,7 @@ def add_url_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def _require_url(args: argparse.Namespace) -> str:
-    from tenancy_mw.sql import sa
+    from tenancy_mw.core.sql import sa
 
     if not args.url:
         raise CommandError("no database: give --url URL or set $%s" % DATABASE_URL_ENV)
@@ -182,7 +182,7 @@ def _failure_status(exc: Exception) -> int | None:
         print("tenancy-mw-manage: %s" % exc, file=sys.stderr)
         return 1 if isinstance(exc, CommandError) else 2
     if sqlalchemy_exc and isinstance(exc, sqlalchemy_exc.SQLAlchemyError):
-        from tenancy_mw import sql
+        from tenancy_mw.core import sql
 
         # One line: the database's own message, without SQLAlchemy's traceback.
         print("tenancy-mw-manage: database error: %s" % sql.error_summary(exc), file=sys.stderr)

@@ -7,7 +7,7 @@ section takes the same names.
 Two kinds of ``oslo.config.opts`` namespace (entry points in setup.cfg):
 
 - ``tenancy_mw``: every filter, :func:`list_opts` below;
-- ``tenancy_mw.<filter>`` (``tenancy_mw.tenant_path``, ...): one filter
+- ``tenancy_mw.<filter>`` (``tenancy_mw.tenants.path_filter``, ...): one filter
   alone, the ``list_opts`` of that filter's module, so a service that uses
   one filter generates a sample holding only that filter's options::
 
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
-from tenancy_mw.admin_cull import AdminCull
-from tenancy_mw.base import TenancyMiddleware
-from tenancy_mw.id_resolver import IdResolver
+from tenancy_mw.cells.filter import IdResolver
+from tenancy_mw.core.base import TenancyMiddleware
+from tenancy_mw.cull.filter import AdminCull
 from tenancy_mw.idempotency.filter import Idempotency
-from tenancy_mw.tag_query import TagQueryFilter
-from tenancy_mw.tenant_admin import TenantAdmin
-from tenancy_mw.tenant_path import TenantPath
+from tenancy_mw.tags.filter import TagQueryFilter
+from tenancy_mw.tenants.admin_filter import TenantAdmin
+from tenancy_mw.tenants.path_filter import TenantPath
 
 __all__ = ["FILTERS", "list_opts"]
 

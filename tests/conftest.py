@@ -44,13 +44,10 @@ def pytest_sessionfinish(session, exitstatus):
 SLOW_MODULES = (
     "tests/openstack/",
     "tests/functional/",
-    "tests/test_admin_cull_server.py",
-    "tests/test_bench.py",
-    "tests/test_bench_tags.py",
-    "tests/test_idempotency_server.py",
-    "tests/test_makefile.py",
-    "tests/test_router_corpus.py",
-    "tests/test_sdist.py",
+    "tests/project/test_bench.py",
+    "tests/project/test_bench_tags.py",
+    "tests/project/test_makefile.py",
+    "tests/project/test_sdist.py",
 )
 SERVER_BACKENDS = {"postgresql", "mariadb"}
 SERVER_FIXTURES = {"postgresql_url", "mariadb_url", "openstack_venv"}

@@ -38,12 +38,12 @@ The tenant comes only from ``environ['tenancy.tenant_id']``, which the
 app never reads a header or decodes the path itself to find it.  Without
 that filter in front, every servers URL is answered ``400``.
 
-Errors are JSON in the API-WG shape of :mod:`tenancy_mw.errors`, with the
+Errors are JSON in the API-WG shape of :mod:`tenancy_mw.core.errors`, with the
 request id of oslo.middleware's ``request_id`` filter; bad input is a
 ``4xx`` naming the value, never a ``500``.
 
 The app routes with the Routes library (:mod:`demo_compute.router`) on
-:func:`tenancy_mw.paths.canonical_path`, the client's own path as the
+:func:`tenancy_mw.core.paths.canonical_path`, the client's own path as the
 filters decided on it, so it works the same whether ``tenant_path`` strips
 the tenant segment (``strip_tenant = true``) or not; a method a path does
 not take is ``405`` with ``Allow``.
@@ -72,12 +72,12 @@ from demo_compute.cells import DemoCells
 from demo_compute.router import METHODS, MethodNotAllowed, NoRoute, Router
 from demo_compute.storage import InvalidName, ServerStore, validate_name
 from demo_compute.tags import BadCreateTags, NoTagQuery, ServerTags
-from tenancy_mw.cell_ids import parse_cells
-from tenancy_mw.errors import render_error
-from tenancy_mw.json_body import BodyError, read_json_body
-from tenancy_mw.paths import PathRefused, canonical_path, shorten
-from tenancy_mw.tenant_ids import DEFAULT_VERSION_PATTERN, InvalidTenantId, find_version, quote_tenant_id
-from tenancy_mw.tenant_path import TENANT_ID_KEY
+from tenancy_mw.cells.ids import parse_cells
+from tenancy_mw.core.bodies import BodyError, read_json_body
+from tenancy_mw.core.errors import render_error
+from tenancy_mw.core.paths import PathRefused, canonical_path, shorten
+from tenancy_mw.tenants.ids import DEFAULT_VERSION_PATTERN, InvalidTenantId, find_version, quote_tenant_id
+from tenancy_mw.tenants.path_filter import TENANT_ID_KEY
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -96,7 +96,7 @@ MAX_BODY_BYTES = 64 * 1024
 
 _VERSION_RE = re.compile(DEFAULT_VERSION_PATTERN)
 # Characters a path segment keeps unescaped when links are rebuilt; the same
-# set as tenancy_mw.tenant_ids.quote_tenant_id uses.
+# set as tenancy_mw.tenants.ids.quote_tenant_id uses.
 _SAFE_IN_SEGMENT = "!$&'()*+,;=:@"
 _CREATE_EXAMPLE = '{"server": {"name": "web1"}}'
 
@@ -124,7 +124,7 @@ class DemoCompute:
 
     :param store: where the servers are kept.
     :param cells: the ``os-services``/``os-hypervisors`` API over the cell databases, if any.
-    :param error_format: the shape of its JSON errors, ``"api-wg"`` or ``"nova"`` (:mod:`tenancy_mw.errors`).
+    :param error_format: the shape of its JSON errors, ``"api-wg"`` or ``"nova"`` (:mod:`tenancy_mw.core.errors`).
     """
 
     def __init__(

@@ -9,7 +9,7 @@ refusing an ambiguous integer id, tells them apart.
 The cells start as a deployment that predates uuids would: rows without
 one.  :meth:`DemoCells.prepare` (run when the app starts) creates the
 tables, puts the sample rows in, and runs tenancy_mw's online backfill
-(:func:`tenancy_mw.uuid_backfill.backfill_uuids`), which two workers
+(:func:`tenancy_mw.cells.backfill.backfill_uuids`), which two workers
 starting at once may run together safely.  A cell that cannot be reached
 at start is logged and skipped; the filter answers ``503`` for ids that
 could be there.
@@ -27,9 +27,9 @@ from datetime import datetime, timezone
 
 import sqlalchemy as sa
 
-from tenancy_mw import sql
-from tenancy_mw.sql import error_summary
-from tenancy_mw.uuid_backfill import backfill_uuids
+from tenancy_mw.cells.backfill import backfill_uuids
+from tenancy_mw.core import sql
+from tenancy_mw.core.sql import error_summary
 
 __all__ = ["DemoCells"]
 

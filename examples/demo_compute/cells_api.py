@@ -43,8 +43,8 @@ from datetime import datetime
 from microversion_parse import Version
 
 from demo_compute.cells import DemoCells
-from tenancy_mw.id_resolver import CELL_KEY, RESOURCE_ID_KEY, RESOURCE_TABLE_KEY
-from tenancy_mw.paths import shorten
+from tenancy_mw.cells.filter import CELL_KEY, RESOURCE_ID_KEY, RESOURCE_TABLE_KEY
+from tenancy_mw.core.paths import shorten
 
 __all__ = ["ApiError", "CellsApi", "UUID_VERSION"]
 

@@ -8,7 +8,7 @@ settings file for every section::
     oslo_config_file = %(here)s/tenancy_mw_demo.conf
 
 Each tenancy_mw filter reads its own ``[group]`` of that file (its
-``oslo_config_project`` support, :mod:`tenancy_mw.base`), and the app reads
+``oslo_config_project`` support, :mod:`tenancy_mw.core.base`), and the app reads
 ``[demo_compute]`` (:data:`OPTS`) and the cells of ``[id_resolver]``, the
 very option the ``id_resolver`` filter reads, so the two never disagree.
 
@@ -37,10 +37,10 @@ from collections.abc import Mapping
 from oslo_config import cfg
 
 from tenancy_mw import migrations
-from tenancy_mw.errors import ERROR_FORMATS
-from tenancy_mw.id_resolver import IdResolver
+from tenancy_mw.cells.filter import IdResolver
+from tenancy_mw.core.errors import ERROR_FORMATS
 from tenancy_mw.idempotency import Idempotency
-from tenancy_mw.tenant_admin import TenantAdmin
+from tenancy_mw.tenants.admin_filter import TenantAdmin
 
 __all__ = ["CONFIG_FILE", "GROUP", "OPTS", "PROJECT", "list_opts", "load", "main", "prepare"]
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 import microversion_parse
 
-from tenancy_mw.cell_ids import VersionRefused, requested_version
+from tenancy_mw.cells.ids import VersionRefused, requested_version
 
 __all__ = [
     "LEGACY_HEADER",
@@ -56,7 +56,7 @@ def negotiate(environ: Mapping[str, object]) -> microversion_parse.Version:
     """The version a request is served at; :class:`VersionError` when it cannot be.
 
     The reading and the range check are tenancy_mw's
-    (:func:`tenancy_mw.cell_ids.requested_version`), so this app and its
+    (:func:`tenancy_mw.cells.ids.requested_version`), so this app and its
     ``id_resolver`` filter always agree on a request's version.
     """
     try:

@@ -29,7 +29,7 @@ import time
 import sqlalchemy as sa
 
 from demo_compute.storage import ServerStore
-from tenancy_mw.moves import MoveProvider, MoveRefused, ResourceState, TenantResources, state_tag
+from tenancy_mw.tenants.moves import MoveProvider, MoveRefused, ResourceState, TenantResources, state_tag
 
 __all__ = ["MOVE_DELAY_ENV", "ServerMoves"]
 

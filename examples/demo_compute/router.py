@@ -1,7 +1,7 @@
 """The demo's URL map: the Routes library (as nova uses it), over the canonical path.
 
 The app never matches URLs by hand.  It hands :meth:`Router.match` the
-segments of :func:`tenancy_mw.paths.canonical_path` (percent-decoded, dot
+segments of :func:`tenancy_mw.core.paths.canonical_path` (percent-decoded, dot
 segments and double encodings already refused, the mount removed), so a
 request reaches the handler the filters in front of it decided on, however
 its path was spelled.  Routes matches a URL string, so each segment is

@@ -18,7 +18,7 @@ MariaDB do not by default: their default collations ignore case, and even
 ``'acme' = 'acme '``), which would let tenant ``acme `` read tenant
 ``acme``'s servers.  So the text columns there use the binary NO PAD
 collation (``utf8mb4_nopad_bin`` on MariaDB, ``utf8mb4_0900_bin`` on
-MySQL 8; :class:`tenancy_mw.sql.ExactString`), and a store refuses to start on a ``servers`` table whose
+MySQL 8; :class:`tenancy_mw.core.sql.ExactString`), and a store refuses to start on a ``servers`` table whose
 columns compare any other way.
 """
 
@@ -32,10 +32,10 @@ from datetime import datetime, timezone
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
-from tenancy_mw import sql
-from tenancy_mw.paths import shorten
-from tenancy_mw.tags import define_tables
-from tenancy_mw.tenant_ids import MAX_TENANT_ID_LENGTH, validate_tenant_id
+from tenancy_mw.core import sql
+from tenancy_mw.core.paths import shorten
+from tenancy_mw.tags.model import define_tables
+from tenancy_mw.tenants.ids import MAX_TENANT_ID_LENGTH, validate_tenant_id
 
 __all__ = [
     "MAX_NAME_LENGTH",
@@ -137,7 +137,7 @@ class ServerStore:
             sa.Column("deleted", sa.DateTime(), nullable=False),
             **sql.table_options(),
         )
-        #: The tag tables (:mod:`tenancy_mw.tags`), in the servers' database so
+        #: The tag tables (:mod:`tenancy_mw.tags.model`), in the servers' database so
         #: a list is filtered by tag in the same SQL query.
         self.tag_tables = define_tables(self.metadata)
         self._create_tables()
@@ -180,7 +180,7 @@ class ServerStore:
     def create_server(self, tenant_id: str, name: str) -> dict:
         """Store a new server of *tenant_id* and return it (see :meth:`get_server`).
 
-        Raises :class:`~tenancy_mw.tenant_ids.InvalidTenantId` or
+        Raises :class:`~tenancy_mw.tenants.ids.InvalidTenantId` or
         :class:`InvalidName` for invalid input.
         """
         validate_tenant_id(tenant_id)

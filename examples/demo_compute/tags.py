@@ -1,7 +1,7 @@
 """Tags on the demo's servers, from microversion 2.26 (as nova has them).
 
 - ``/v2.1/{project_id}/servers/{id}/tags`` and ``.../tags/{tag}``: the tag
-  API of :class:`tenancy_mw.tag_api.TagAPI` (list, replace, delete all; add,
+  API of :class:`tenancy_mw.tags.api.TagAPI` (list, replace, delete all; add,
   check, delete one), for the tenant's own servers only: a server of
   another tenant is ``404``, as an unknown one.
 - ``tags`` in ``GET /servers/{id}`` and in every server of ``GET /servers``,
@@ -30,11 +30,11 @@ import microversion_parse
 from webob import Request, Response
 
 from demo_compute.storage import ServerStore
-from tenancy_mw.tag_api import TagAPI
-from tenancy_mw.tag_query import TAG_QUERY_KEY
-from tenancy_mw.tag_store import TagStore
-from tenancy_mw.tags import InvalidTag, InvalidTagQuery, TagQuery, parse_tag_query, validate_tag
-from tenancy_mw.tenant_path import TENANT_ID_KEY
+from tenancy_mw.tags.api import TagAPI
+from tenancy_mw.tags.filter import TAG_QUERY_KEY
+from tenancy_mw.tags.model import InvalidTag, InvalidTagQuery, TagQuery, parse_tag_query, validate_tag
+from tenancy_mw.tags.store import TagStore
+from tenancy_mw.tenants.path_filter import TENANT_ID_KEY
 
 __all__ = ["CREATE_TAGS_MICROVERSION", "TAGS_MICROVERSION", "BadCreateTags", "NoTagQuery", "ServerTags"]
 

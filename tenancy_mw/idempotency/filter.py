@@ -53,13 +53,13 @@ from urllib.parse import unquote, urlsplit
 
 from oslo_config import cfg
 
-from tenancy_mw.base import TenancyMiddleware
+from tenancy_mw.core.base import TenancyMiddleware
+from tenancy_mw.core.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.idempotency.fingerprint import fingerprint
 from tenancy_mw.idempotency.records import InvalidRecord, Record, RecordCodec
 from tenancy_mw.idempotency.stores import MemcachedStore, MemoryStore, StoreError, ValueTooLarge
 from tenancy_mw.idempotency.tokens import InvalidToken, parse_token
-from tenancy_mw.paths import PathRefused, canonical_path, shorten
-from tenancy_mw.tenant_path import TENANT_ID_KEY, header_environ_key
+from tenancy_mw.tenants.path_filter import TENANT_ID_KEY, header_environ_key
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment

@@ -6,7 +6,7 @@ Two requests with one token are the same request when their fingerprints
 are equal.  The fingerprint is a SHA-256 over:
 
 - the method;
-- the canonical path (:mod:`tenancy_mw.paths`), so ``/v2.1/a%20b/servers``
+- the canonical path (:mod:`tenancy_mw.core.paths`), so ``/v2.1/a%20b/servers``
   and ``/v2.1/a b/servers`` are one path;
 - the canonical query string: parameters decoded, then sorted by name
   (a stable sort: repeated parameters keep their order, which may matter

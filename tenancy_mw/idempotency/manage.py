@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 
-from tenancy_mw import manage, sql  # first: without the sql extra, it names it
-from tenancy_mw.sql import sa
+from tenancy_mw import manage  # first: without the sql extra, it names it
+from tenancy_mw.core import sql
+from tenancy_mw.core.sql import sa
 
 __all__ = ["register"]
 

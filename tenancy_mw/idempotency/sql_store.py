@@ -51,9 +51,9 @@ import time
 import uuid
 from typing import Any
 
-from tenancy_mw import sql  # first: without the sql extra, it names it
+from tenancy_mw.core import sql  # first: without the sql extra, it names it
+from tenancy_mw.core.sql import mysql, sa
 from tenancy_mw.idempotency.stores import Claim, StoreError
-from tenancy_mw.sql import mysql, sa
 
 __all__ = ["TABLE_NAME", "SqlStore", "metadata", "purge_expired", "records"]
 
@@ -156,7 +156,7 @@ class SqlStore:
 
             @sa.event.listens_for(self.engine, "connect")
             def _busy_timeout(dbapi_connection, _record):
-                # After tenancy_mw.sql's own listener, which sets a longer one.
+                # After tenancy_mw.core.sql's own listener, which sets a longer one.
                 cursor = dbapi_connection.cursor()
                 cursor.execute("PRAGMA busy_timeout = %d" % busy_ms)
                 cursor.close()

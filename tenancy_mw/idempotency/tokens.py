@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 
-from tenancy_mw.paths import Refused, shorten
+from tenancy_mw.core.paths import Refused, shorten
 
 __all__ = ["MAX_TOKEN_LENGTH", "InvalidToken", "parse_token"]
 

@@ -24,7 +24,7 @@ From Python::
 A new component: make ``versions/<name>/`` (with an empty ``__init__.py``,
 so the package ships it) and put its first migration there with
 ``branch_labels = ("<name>",)`` and ``down_revision = None``; later ones
-chain on it.  Column types come from :mod:`tenancy_mw.sql` so identifiers
+chain on it.  Column types come from :mod:`tenancy_mw.core.sql` so identifiers
 compare exactly on every backend.  See ``README.rst`` beside this file.
 """
 
@@ -44,7 +44,7 @@ try:
 except ImportError as exc:
     raise missing_extra("sql", __name__, exc) from exc
 
-from tenancy_mw import sql
+from tenancy_mw.core import sql
 
 __all__ = [
     "VERSION_TABLE",

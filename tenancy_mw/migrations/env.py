@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.pool import NullPool
 
-from tenancy_mw import sql
+from tenancy_mw.core import sql
 from tenancy_mw.migrations import VERSION_TABLE
 
 config = context.config

@@ -40,7 +40,7 @@ as :class:`Finding` objects:
     ``tenant_in_path = always`` in front of nova's or cinder's API, which
     serve every route without the project id as well; a
     ``tenantless_collections`` there without names of the default list
-    (:data:`~tenancy_mw.tenant_ids.DEFAULT_TENANTLESS_COLLECTIONS`), which
+    (:data:`~tenancy_mw.tenants.ids.DEFAULT_TENANTLESS_COLLECTIONS`), which
     would be read as tenants.
 ``bad-option``
     A tenancy_mw section with an option the filter does not have, or a
@@ -94,7 +94,7 @@ from tenancy_mw.paste_deploy.filters import (
     tenancy_kind,
 )
 from tenancy_mw.paste_deploy.graph import PasteGraph, Route, Section
-from tenancy_mw.tenant_ids import DEFAULT_TENANTLESS_COLLECTIONS
+from tenancy_mw.tenants.ids import DEFAULT_TENANTLESS_COLLECTIONS
 
 __all__ = ["FINDING_KINDS", "TENANTLESS_APPS", "Finding", "check"]
 

@@ -20,11 +20,11 @@ store's own options are checked by type only), ``tenant_admin`` and
 options are checked by type, and their URL layout as the filter would), and
 ``oslo_config_*`` keys are left out, so no service config file is read.
 
-    >>> tenancy_kind("egg:tenancy_mw#admin_cull"), tenancy_kind("tenancy_mw.tenant_path:TenantPath.factory")
+    >>> tenancy_kind("egg:tenancy_mw#admin_cull"), tenancy_kind("tenancy_mw.tenants.path_filter:TenantPath.factory")
     ('admin_cull', 'tenant_path')
     >>> tenancy_kind("tenancy_mw.idempotency:Idempotency.factory")
     'idempotency'
-    >>> from tenancy_mw.tenant_path import TenantPath
+    >>> from tenancy_mw.tenants.path_filter import TenantPath
     >>> option_problems(TenantPath, {"strip_tenant": "maybe", "tenant_headr": "X-Tenant"})
     ["strip_tenant = 'maybe' is refused: ...", 'unknown option tenant_headr; known options are: ...']
     >>> option_problems(TenantPath, {"tenant_header": "X Tenant"})
@@ -44,13 +44,13 @@ from typing import TYPE_CHECKING, Any
 from oslo_config import cfg
 
 if TYPE_CHECKING:
-    from tenancy_mw.base import TenancyMiddleware
+    from tenancy_mw.core.base import TenancyMiddleware
 
 __all__ = ["AUTHTOKEN", "PASTE_CONTROL_KEYS", "filter_class", "option_problems", "option_value", "tenancy_kind"]
 
 #: keystonemiddleware's ``auth_token`` filter, as paste files name it.
 AUTHTOKEN = frozenset({"keystonemiddleware.auth_token:filter_factory", "egg:keystonemiddleware#auth_token"})
-#: Keys every tenancy_mw section may carry besides its options (:mod:`tenancy_mw.base`).
+#: Keys every tenancy_mw section may carry besides its options (:mod:`tenancy_mw.core.base`).
 PASTE_CONTROL_KEYS = ("oslo_config_project", "oslo_config_file", "oslo_config_program")
 # Filters that open their databases when built (tenant_admin's registry, id_resolver's cells).
 _OPENS_STORES = frozenset({"tenant_admin", "id_resolver"})
@@ -137,7 +137,7 @@ def _convert(opt: cfg.Opt, raw: str) -> Any:
 
 
 def _check_rules(value: list[str]) -> None:
-    from tenancy_mw.cull_rules import parse_rules
+    from tenancy_mw.cull.rules import parse_rules
 
     parse_rules(value)
 
@@ -158,7 +158,7 @@ def _value_check(kind: str, name: str) -> Callable[[Any], None] | None:
 
 def _layout_problems(cls: type[TenancyMiddleware], values: Mapping[str, str]) -> list[str]:
     """What the URL layout of *values* refuses, as the filter *cls* would build it."""
-    from tenancy_mw.tenant_ids import LayoutError, TenantLayout, tenant_layout_opts
+    from tenancy_mw.tenants.ids import LayoutError, TenantLayout, tenant_layout_opts
 
     names = [opt.dest for opt in tenant_layout_opts()]
     if not all(option in _options_by_name(cls) for option in names):
@@ -173,7 +173,7 @@ def _layout_problems(cls: type[TenancyMiddleware], values: Mapping[str, str]) ->
 
 def _load_problems(cls: type[TenancyMiddleware], conf: Mapping[str, str]) -> list[str]:
     """What the filter *cls* refuses when built from *conf* (whose types are right); nothing is opened."""
-    from tenancy_mw.base import ConfigError
+    from tenancy_mw.core.base import ConfigError
 
     names = _options_by_name(cls)
     # Under their current names (no deprecation log), without oslo_config_*: no config file is read.

@@ -183,8 +183,8 @@ def normalize_target(value: str) -> str:
 
     >>> normalize_target("egg:Tenancy-MW[sql]#tenant_path"), normalize_target("call:nova.api.auth:pipeline_factory_v21")
     ('egg:tenancy_mw#tenant_path', 'nova.api.auth:pipeline_factory_v21')
-    >>> normalize_target("tenancy_mw.admin_cull :AdminCull.factory [sql]")
-    'tenancy_mw.admin_cull:AdminCull.factory'
+    >>> normalize_target("tenancy_mw.cull.filter :AdminCull.factory [sql]")
+    'tenancy_mw.cull.filter:AdminCull.factory'
     """
     value = value.strip()
     if value.lower().startswith("egg:"):

@@ -77,7 +77,7 @@ class DemoClient:
 
     def add_tenants(self, *raw_tenants: str) -> None:
         """Create tenants (still-encoded segments, as in URLs) in the registry, as the admin PUT would."""
-        from tenancy_mw.tenant_registry import TenantRegistry
+        from tenancy_mw.tenants.registry import TenantRegistry
 
         registry = TenantRegistry(self.registry_url)
         try:

@@ -19,12 +19,12 @@ from oslo_middleware.request_id import RequestId
 from paste.deploy import loadapp
 
 from tenancy_mw import migrations
-from tenancy_mw.admin_cull import AdminCull
-from tenancy_mw.id_resolver import IdResolver
+from tenancy_mw.cells.filter import IdResolver
+from tenancy_mw.cull.filter import AdminCull
 from tenancy_mw.idempotency import Idempotency
-from tenancy_mw.tag_query import TagQueryFilter
-from tenancy_mw.tenant_admin import TenantAdmin
-from tenancy_mw.tenant_path import TenantPath
+from tenancy_mw.tags.filter import TagQueryFilter
+from tenancy_mw.tenants.admin_filter import TenantAdmin
+from tenancy_mw.tenants.path_filter import TenantPath
 from tests.functional.conftest import DEMO_INI, EXAMPLES_DIR, sqlite_url
 
 

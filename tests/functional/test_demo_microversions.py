@@ -9,7 +9,7 @@ from demo_compute.microversions import MAX_VERSION, MIN_VERSION
 from demo_compute.storage import ServerStore
 from oslo_middleware.request_id import RequestId
 
-from tenancy_mw.tenant_path import TenantPath
+from tenancy_mw.tenants.path_filter import TenantPath
 from tests.functional.conftest import sqlite_url
 
 

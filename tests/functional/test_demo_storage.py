@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from demo_compute.storage import InvalidName, ServerStore
 
-from tenancy_mw.tenant_ids import InvalidTenantId
+from tenancy_mw.tenants.ids import InvalidTenantId
 from tests.functional.conftest import empty_servers_table, sqlite_url
 
 

@@ -456,7 +456,7 @@ def test_nova_command_line_shows_errors_in_novas_shape(endpoints, nova_shaped):
 
 # The public endpoint refuses the tenant admin API --------------------------
 
-#: Every call of the tenant admin API (tenancy_mw.tenant_admin), with the
+#: Every call of the tenant admin API (tenancy_mw.tenants.admin_filter), with the
 #: status the admin endpoint answers it.  {t}: an active tenant with a server
 #: {s}; {d}: another active tenant, the destination of moves.
 ADMIN_CALLS = [

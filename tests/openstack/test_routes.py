@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tenancy_mw.tenant_ids import DEFAULT_TENANTLESS_COLLECTIONS
+from tenancy_mw.tenants.ids import DEFAULT_TENANTLESS_COLLECTIONS
 from tests.support.openstack import top_level_names
 
 

@@ -1,6 +1,6 @@
 """A filter that spends a fixed CPU time on every request, for the load bench's own test.
 
-``tests/test_bench_load.py`` serves it under gunicorn: a row with it must
+``tests/project/test_bench_load.py`` serves it under gunicorn: a row with it must
 cost about that much more server CPU per request than the bare app, which
 proves the bench counts its workers' CPU time (not only the master's).
 """

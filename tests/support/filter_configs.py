@@ -2,7 +2,7 @@
 
 Most filters build from no options at all; one with required options (a
 store, the cells to ask) lists the smallest valid set here, touching no
-server.  tests/test_option_lifecycle.py builds every filter of
+server.  tests/unit/core/test_options.py builds every filter of
 ``tenancy_mw.opts.FILTERS`` with these.
 """
 

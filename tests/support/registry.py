@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from tenancy_mw.tenant_registry import moves_table, tenants_table
+from tenancy_mw.tenants.registry import moves_table, tenants_table
 
 
 def registry_snapshot(url: str) -> tuple[list[tuple], list[tuple]]:

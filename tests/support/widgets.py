@@ -1,4 +1,4 @@
-"""A tiny widget service with a real :class:`tenancy_mw.moves.MoveProvider`, for in-process tests.
+"""A tiny widget service with a real :class:`tenancy_mw.tenants.moves.MoveProvider`, for in-process tests.
 
 Widgets live in a dict shared by the app and its provider, under
 ``/v1/{tenant}/widgets/{id}``: ``GET`` shows one (404 when the tenant has
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from tenancy_mw.moves import MoveProvider, MoveRefused, ResourceState, TenantResources, state_tag
-from tenancy_mw.paths import canonical_path
+from tenancy_mw.core.paths import canonical_path
+from tenancy_mw.tenants.moves import MoveProvider, MoveRefused, ResourceState, TenantResources, state_tag
 
 
 class WidgetService:

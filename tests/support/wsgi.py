@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from urllib.parse import unquote
 
-from tenancy_mw.paths import target_path
+from tenancy_mw.core.paths import target_path
 
 
 def make_environ(method, target, headers=(), body=b"", raw_key="RAW_URI", script_name=""):

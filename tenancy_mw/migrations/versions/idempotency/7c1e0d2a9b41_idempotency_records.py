@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
 
-from tenancy_mw.sql import ExactString, table_options
+from tenancy_mw.core.sql import ExactString, table_options
 
 revision = "7c1e0d2a9b41"
 down_revision = None

@@ -9,14 +9,14 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
 
-from tenancy_mw.sql import ExactString, table_options
+from tenancy_mw.core.sql import ExactString, table_options
 
 revision = "tenants_0001"
 down_revision = None
 branch_labels = ("tenants",)
 depends_on = None
 
-# Written out here, not imported from tenancy_mw.tenant_registry: the
+# Written out here, not imported from tenancy_mw.tenants.registry: the
 # runtime definitions may change later, this migration must not.
 TENANT_ID_LENGTH = 255
 

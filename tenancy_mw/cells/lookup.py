@@ -1,0 +1,544 @@
+"""Find a record by integer id or uuid in every cell database at once.
+
+:class:`CellLookup` holds one SQLAlchemy engine per cell, created once, and
+a thread pool; :meth:`CellLookup.find` asks every cell concurrently, each
+within ``cell_timeout`` seconds, and says where the record was found and
+which cells did not answer.  :meth:`CellLookup.resolve` turns that into one
+``(cell, row)`` or an exception, by the rules of the ``id_resolver`` filter
+(:mod:`tenancy_mw.cells.filter`), for service code outside WSGI.
+
+Rules of :meth:`~CellLookup.resolve`
+    - by uuid: found in a cell -> that cell (a uuid is unique: the first
+      cell that has it answers, without waiting for the others); found
+      nowhere -> :class:`RecordNotFound`; found nowhere while some cell did
+      not answer -> :class:`CellsUnavailable`, never a false "not found".
+    - by integer id: found in exactly one cell and every cell answered ->
+      that cell; in several -> :class:`AmbiguousId`; nowhere ->
+      :class:`RecordNotFound`; any cell did not answer ->
+      :class:`CellsUnavailable` (the id could be there too).
+
+Timeouts
+    The calling thread waits at most ``cell_timeout``.  The drivers are told
+    the same limit, so a cell's threads do not hang either: PostgreSQL
+    (psycopg2) gets ``connect_timeout`` (libpq counts whole seconds, at
+    least 2), a ``statement_timeout`` and ``tcp_user_timeout``;
+    MySQL/MariaDB (PyMySQL, mysqlclient) ``connect_timeout``, socket
+    read/write timeouts and a server-side statement limit
+    (``max_statement_time``, MySQL's ``max_execution_time``); SQLite a busy
+    timeout.  Each cell has threads and
+    connections of its own (``pool_size`` of each, no overflow), so a slow
+    cell never delays the others' lookups; a lookup that waited in its
+    cell's queue past its asker's deadline is dropped without touching the
+    database, and while more than ``4 * pool_size`` lookups wait for a cell
+    that has not answered any for ``cell_timeout`` seconds (it stopped
+    answering), further ones count it as not answering at once.  A cell
+    that answers is never refused for being busy: its queue drains, and a
+    lookup that waits past its deadline is a real timeout.
+
+Queries
+    Only bound parameters: ``SELECT id, uuid FROM table WHERE id = :ident``
+    (or ``uuid = :ident``), identifiers quoted by SQLAlchemy.  The uuid
+    column should be indexed in every cell.  Connections go back to their
+    pool before a lookup returns, including after an error; a connection
+    the server dropped is discarded and the lookup tried once more.
+
+Example::
+
+    >>> lookup = CellLookup({"cell1": "sqlite://", "cell2": "sqlite://"})
+    >>> with lookup.engines["cell1"].begin() as conn:
+    ...     _ = conn.exec_driver_sql("CREATE TABLE services (id INTEGER PRIMARY KEY, uuid VARCHAR(36))")
+    ...     _ = conn.exec_driver_sql("INSERT INTO services VALUES (7, 'f4c2e7a0-1d2b-4c3e-9f00-0a1b2c3d4e5f')")
+    >>> with lookup.engines["cell2"].begin() as conn:
+    ...     _ = conn.exec_driver_sql("CREATE TABLE services (id INTEGER PRIMARY KEY, uuid VARCHAR(36))")
+    >>> found = lookup.resolve("services", "F4C2E7A0-1D2B-4C3E-9F00-0A1B2C3D4E5F", by_uuid=True)
+    >>> found.cell, found.row["id"]
+    ('cell1', 7)
+    >>> lookup.close()
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Mapping
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from tenancy_mw.cells.ids import MAX_INTEGER_ID, InvalidId, parse_cells, parse_integer_id, parse_uuid
+from tenancy_mw.core import sql  # first: without the sql extra, it names it
+from tenancy_mw.core.sql import sa
+
+__all__ = [
+    "AmbiguousId",
+    "CellLookup",
+    "CellsUnavailable",
+    "Found",
+    "InvalidId",
+    "MAX_CELL_TIMEOUT",
+    "ResolveError",
+    "RecordNotFound",
+    "Resolved",
+    "driver_timeouts",
+]
+
+LOG = logging.getLogger(__name__)
+
+
+class ResolveError(Exception):
+    """Base of the outcomes of :meth:`CellLookup.resolve` that are not one record."""
+
+
+class RecordNotFound(ResolveError):
+    """No cell has the record, and every cell answered."""
+
+
+class AmbiguousId(ResolveError):
+    """An integer id found in several cells.
+
+    :ivar cells: the names of the cells that have it.
+    """
+
+    def __init__(self, message: str, cells: list[str]) -> None:
+        super().__init__(message)
+        self.cells = cells
+
+
+class CellsUnavailable(ResolveError):
+    """The answer depends on cells that did not answer in time (or failed).
+
+    :ivar cells: the names of those cells.
+    """
+
+    def __init__(self, message: str, cells: list[str]) -> None:
+        super().__init__(message)
+        self.cells = cells
+
+
+class Resolved(NamedTuple):
+    """A record found in exactly one cell: the cell's name and the row as a dict."""
+
+    cell: str
+    row: dict
+
+
+@dataclass
+class Found:
+    """What the cells said about one id.
+
+    :ivar matches: ``(cell, row)`` for every cell that has the record.
+    :ivar unanswered: the cells that did not answer in time or failed.
+    :ivar complete: False when the lookup stopped at the first match
+        (a uuid) without waiting for the other cells.
+    """
+
+    matches: list[tuple[str, dict]] = field(default_factory=list)
+    unanswered: list[str] = field(default_factory=list)
+    complete: bool = True
+
+
+def driver_timeouts(url: str | sa.URL, timeout: float) -> dict[str, Any]:
+    """``connect_args`` that make the driver of *url* give up after about *timeout* seconds.
+
+    Example::
+
+        >>> driver_timeouts("mysql+pymysql://root@db/nova", 0.5)
+        {'connect_timeout': 0.5, 'read_timeout': 0.5, 'write_timeout': 0.5}
+    """
+    url = sa.engine.make_url(url)
+    backend, driver = url.get_backend_name(), url.get_driver_name()
+    milliseconds = max(1, int(timeout * 1000))
+    if backend == "postgresql" and driver in ("psycopg2", "psycopg"):
+        # Keep any server options the URL sets (?options=...) next to the statement timeout.
+        given = url.query.get("options")
+        given = " ".join(given) if isinstance(given, tuple) else given
+        return {
+            # libpq counts whole seconds and takes 1 as 2.
+            "connect_timeout": max(2, math.ceil(timeout)),
+            "options": " ".join(filter(None, [given, "-c statement_timeout=%d" % milliseconds])),
+            "tcp_user_timeout": milliseconds,
+            "keepalives": 1,
+            "keepalives_idle": max(1, math.ceil(timeout)),
+            "keepalives_interval": 1,
+            "keepalives_count": 2,
+        }
+    if backend in ("mysql", "mariadb") and driver == "pymysql":
+        return {"connect_timeout": timeout, "read_timeout": timeout, "write_timeout": timeout}
+    if backend in ("mysql", "mariadb") and driver in ("mysqldb", "mysqlclient"):
+        seconds = max(1, math.ceil(timeout))
+        return {"connect_timeout": seconds, "read_timeout": seconds, "write_timeout": seconds}
+    if backend == "sqlite":
+        return {"timeout": timeout}
+    return {}
+
+
+#: The longest ``cell_timeout``, in seconds.  It is handed to the drivers (libpq keepalive idle
+#: time, TCP_USER_TIMEOUT, statement timeouts), which refuse values far beyond it (Linux takes
+#: at most 32767 s of keepalive idle time): a larger one would make every lookup fail.
+MAX_CELL_TIMEOUT = 600.0
+
+#: How many lookups may wait for a cell per connection of its pool, beyond
+#: which a cell that has not answered any lookup for ``cell_timeout`` seconds
+#: counts as not answering at once instead of queueing more.
+WAITING_PER_CONNECTION = 4
+
+_TOO_LATE = object()
+
+
+class _Cell:
+    """One cell: its engine and how many lookups it may run at once."""
+
+    def __init__(self, name: str, url: str, timeout: float, pool_size: int, pool_recycle: int) -> None:
+        self.name = name
+        self.url = url
+        self.pool_size = pool_size
+        self.max_waiting = pool_size * WAITING_PER_CONNECTION
+        self.timeout = timeout
+        self._waiting = 0
+        # When a query of this cell last succeeded: a long queue on a cell that answers is only
+        # busy (each lookup still has its deadline); on one that stopped answering it is shed.
+        self._answered_at = time.monotonic()
+        self._lock = threading.Lock()
+        self.executor = self._new_executor()
+        args: dict[str, Any] = {"connect_args": driver_timeouts(url, timeout)}
+        parsed = sa.engine.make_url(url)
+        if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+            # One in-memory database shared by the pool threads (tests, examples).
+            args.update(poolclass=sa.pool.StaticPool)
+            args["connect_args"]["check_same_thread"] = False
+        else:
+            args.update(pool_size=pool_size, max_overflow=0, pool_timeout=timeout, pool_recycle=pool_recycle)
+        if parsed.get_backend_name() != "sqlite":
+            # A ping per checkout would double every lookup's round trips;
+            # a dropped connection is retried once instead (_ask).
+            args["pool_pre_ping"] = False
+        self.engine = sql.create_engine(url, **args)
+        if parsed.get_backend_name() in ("mysql", "mariadb"):
+            seconds = timeout
+
+            def _statement_time(dbapi_connection, _record):
+                # The server stops a slow lookup too, not only our socket: a struggling
+                # cell is not left running queries nobody waits for.
+                cursor = dbapi_connection.cursor()
+                try:
+                    cursor.execute("SELECT VERSION()")
+                    if "mariadb" in str(cursor.fetchone()[0]).lower():
+                        cursor.execute("SET SESSION max_statement_time = %.3f" % seconds)
+                    else:
+                        cursor.execute("SET SESSION max_execution_time = %d" % max(1, int(seconds * 1000)))
+                finally:
+                    cursor.close()
+
+            sa.event.listen(self.engine, "connect", _statement_time)
+        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+            milliseconds = max(1, int(timeout * 1000))
+
+            def _busy_timeout(dbapi_connection, _record):
+                # After tenancy_mw.core.sql's own (30 s, for writers): a lookup waits no longer than its timeout.
+                cursor = dbapi_connection.cursor()
+                try:
+                    cursor.execute("PRAGMA busy_timeout = %d" % milliseconds)
+                finally:
+                    cursor.close()
+
+            sa.event.listen(self.engine, "connect", _busy_timeout)
+
+    def _new_executor(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=self.pool_size, thread_name_prefix="tenancy-cell-" + self.name)
+
+    def submit(self, statement, params: dict, deadline: float):
+        """Queue one lookup on this cell's own threads; ``None`` when the cell is too far behind."""
+        with self._lock:
+            if self._waiting >= self.max_waiting and time.monotonic() - self._answered_at > self.timeout:
+                return None
+            self._waiting += 1
+        try:
+            return self.executor.submit(self._ask, statement, params, deadline)
+        except BaseException:
+            self._done()
+            raise
+
+    def _done(self) -> None:
+        with self._lock:
+            self._waiting -= 1
+
+    @property
+    def busy(self) -> int:
+        """Lookups queued or running on this cell now."""
+        return self._waiting
+
+    def _ask(self, statement, params: dict, deadline: float):
+        """The row, ``None``, or :data:`_TOO_LATE`; runs on one of the cell's threads."""
+        try:
+            if time.monotonic() >= deadline:
+                # Whoever asked has given up (the cell was slow): spare the database.
+                return _TOO_LATE
+            for attempt in (1, 2):
+                try:
+                    with self.engine.connect() as conn:
+                        row = conn.execute(statement, params).mappings().first()
+                    self._answered_at = time.monotonic()
+                    return dict(row) if row is not None else None
+                except sa.exc.DBAPIError as exc:
+                    if attempt == 1 and exc.connection_invalidated:
+                        continue  # the server dropped a pooled connection: one fresh try
+                    raise
+            return None  # pragma: no cover - the loop always returns or raises
+        finally:
+            self._done()
+
+    def after_fork(self) -> None:
+        # A forked worker must not share its parent's sockets, threads or locks.
+        self.engine.dispose(close=False)
+        self._waiting = 0
+        self._answered_at = time.monotonic()
+        self._lock = threading.Lock()
+        self.executor = self._new_executor()
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True)
+        self.engine.dispose()
+
+
+#: The label of a tenant-owned row's owner column in a lookup's result.
+_OWNER_LABEL = "tenancy_mw_owner"
+
+
+def _same_tenant(owner: object, tenant: str) -> bool:
+    """Whether *owner*, a row's tenant column, is exactly *tenant*.
+
+    The SQL comparison alone is not enough: MariaDB/MySQL's default collations ignore case and
+    trailing spaces, so ``WHERE project_id = 'ACME '`` finds tenant ``acme``'s rows.
+    """
+    if isinstance(owner, bytes):
+        owner = owner.decode("utf-8", "replace")
+    elif not isinstance(owner, str):
+        owner = str(owner)
+    return owner == tenant
+
+
+class _Statements:
+    """The two lookups of one table, built once."""
+
+    def __init__(
+        self, table: str, id_column: str, uuid_column: str, all_columns: bool, tenant_column: str | None = None
+    ) -> None:
+        schema, _, name = table.rpartition(".")
+        columns: list[sa.ColumnClause] = [sa.column(id_column), sa.column(uuid_column)]
+        if tenant_column is not None:
+            columns.append(sa.column(tenant_column))
+        tbl = sa.table(name, *columns, schema=schema or None)
+        id_col, uuid_col = tbl.c[id_column], tbl.c[uuid_column]
+        base = sa.select(sa.text("*")).select_from(tbl) if all_columns else sa.select(id_col, uuid_col)
+        if tenant_column is not None:
+            # A tenant-owned resource: another tenant's rows are not there at all.  The owner is
+            # fetched too, to be compared exactly (see _same_tenant).
+            base = base.add_columns(tbl.c[tenant_column].label(_OWNER_LABEL))
+            base = base.where(tbl.c[tenant_column] == sa.bindparam("tenant", type_=sa.String()))
+        self.by_id = base.where(id_col == sa.bindparam("ident", type_=sa.BigInteger())).limit(2)
+        self.by_uuid = base.where(uuid_col == sa.bindparam("ident", type_=sa.String(36))).limit(2)
+
+
+class CellLookup:
+    """Every cell's engine and a thread pool to ask them all at once; see the module doc.
+
+    :param cells: ``{name: url}``, or the ``cells`` option's text
+        (``name=URL`` items separated by commas).
+    :param cell_timeout: seconds each cell has to answer.
+    :param pool_size: connections per cell, also the most lookups a cell
+        runs at once.
+    :param pool_recycle: seconds after which an idle connection is replaced.
+    """
+
+    def __init__(
+        self,
+        cells: Mapping[str, str] | str,
+        *,
+        cell_timeout: float = 2.0,
+        pool_size: int = 5,
+        pool_recycle: int = 600,
+    ) -> None:
+        if not 0 < cell_timeout <= MAX_CELL_TIMEOUT:
+            raise ValueError("cell_timeout must be above 0 and at most %g s, not %r" % (MAX_CELL_TIMEOUT, cell_timeout))
+        if pool_size < 1:
+            raise ValueError("pool_size must be at least 1, not %r" % (pool_size,))
+        self.cell_timeout = cell_timeout
+        self.pool_size = pool_size
+        self._cells = [
+            _Cell(name, url, cell_timeout, pool_size, pool_recycle) for name, url in parse_cells(cells).items()
+        ]
+        #: The cells' engines by name, for service code and tests.
+        self.engines = {cell.name: cell.engine for cell in self._cells}
+        self._statements: dict[tuple, _Statements] = {}
+        self._statements_lock = threading.Lock()
+        ref = weakref.ref(self)
+        def after_fork_in_child() -> None:
+            me = ref()
+            if me is not None:
+                me._after_fork()
+
+        os.register_at_fork(after_in_child=after_fork_in_child)
+
+    @property
+    def cell_names(self) -> list[str]:
+        """The cells, in configuration order."""
+        return [cell.name for cell in self._cells]
+
+    def _after_fork(self) -> None:
+        # A lock another thread held at fork() stays held in the child, which has no such thread.
+        self._statements_lock = threading.Lock()
+        for cell in self._cells:
+            cell.after_fork()
+
+    def statements(
+        self,
+        table: str,
+        id_column: str = "id",
+        uuid_column: str = "uuid",
+        all_columns: bool = False,
+        tenant_column: str | None = None,
+    ):
+        """The cached lookup statements of a table (``.by_id``, ``.by_uuid``; parameters ``ident``, ``tenant``)."""
+        key = (table, id_column, uuid_column, all_columns, tenant_column)
+        found = self._statements.get(key)
+        if found is None:
+            with self._statements_lock:
+                found = self._statements.setdefault(
+                    key, _Statements(table, id_column, uuid_column, all_columns, tenant_column)
+                )
+        return found
+
+    def find(self, statement, params: dict, *, stop_at_first: bool = False, accept=None) -> Found:
+        """Run *statement* with *params* (``{"ident": ...}``) in every cell at once.
+
+        Waits at most ``cell_timeout`` seconds.  With *stop_at_first*, returns
+        as soon as one cell has a row.  With *accept*, a row it returns false
+        for counts as no row.
+        """
+        found = Found()
+        pending = {}
+        deadline = time.monotonic() + self.cell_timeout
+        for cell in self._cells:
+            future = cell.submit(statement, params, deadline)
+            if future is None:
+                LOG.warning("cell %s: %d lookups waiting already; counted as not answering", cell.name, cell.busy)
+                found.unanswered.append(cell.name)
+            else:
+                pending[future] = cell
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            done, _ = wait(pending, timeout=remaining, return_when=FIRST_COMPLETED)
+            for future in done:
+                cell = pending.pop(future)
+                try:
+                    row = future.result()
+                except Exception as exc:  # noqa: BLE001 - any failure of a cell is "did not answer"
+                    LOG.warning("cell %s did not answer: %s", cell.name, sql.error_summary(exc))
+                    found.unanswered.append(cell.name)
+                    continue
+                if row is _TOO_LATE:
+                    found.unanswered.append(cell.name)
+                elif row is not None and (accept is None or accept(row)):
+                    found.matches.append((cell.name, row))
+            if stop_at_first and found.matches:
+                found.complete = not pending
+                return found
+        for cell in pending.values():
+            LOG.warning("cell %s did not answer within %.3g s", cell.name, self.cell_timeout)
+            found.unanswered.append(cell.name)
+        return found
+
+    def find_id(
+        self, table: str, ident: int | str, *, by_uuid: bool, id_column: str = "id", uuid_column: str = "uuid",
+        all_columns: bool = False, tenant_column: str | None = None, tenant: str | None = None,
+    ) -> Found:
+        """:meth:`find` for one table's integer id or (already checked, lower-case) uuid.
+
+        With *tenant_column*, only rows whose column holds exactly *tenant*
+        count (compared in Python too: a case-insensitive or PAD SPACE
+        collation does not make ``ACME`` the owner of ``acme``'s rows).
+        """
+        statements = self.statements(table, id_column, uuid_column, all_columns, tenant_column)
+        if tenant_column is None:
+            params: dict[str, Any] = {"ident": ident}
+            accept = None
+        else:
+            params = {"ident": ident, "tenant": tenant}
+
+            def accept(row: dict) -> bool:
+                return _same_tenant(row.pop(_OWNER_LABEL), tenant)  # type: ignore[arg-type]  # set with the column
+
+        if by_uuid:
+            return self.find(statements.by_uuid, params, stop_at_first=True, accept=accept)
+        return self.find(statements.by_id, params, accept=accept)
+
+    def resolve(
+        self, table: str, ident: int | str, *, by_uuid: bool, id_column: str = "id", uuid_column: str = "uuid",
+        tenant_column: str | None = None, tenant: str | None = None,
+    ) -> Resolved:
+        """The one cell and full row of *ident* in *table*, by the rules of the module doc.
+
+        *ident* is a uuid (``by_uuid=True``, any case, hyphenated, or a
+        ``uuid.UUID``) or an integer id, as an ``int`` (0 to 2**63 - 1) or
+        its decimal text.  With *tenant_column*,
+        only *tenant*'s rows count (another tenant's record is "not found").
+        Raises
+        :class:`~tenancy_mw.cells.ids.InvalidId`, :class:`RecordNotFound`,
+        :class:`AmbiguousId` or :class:`CellsUnavailable`.
+        """
+        if isinstance(ident, uuid.UUID):
+            ident = str(ident)
+        if by_uuid:
+            key: int | str = parse_uuid(str(ident))
+        elif isinstance(ident, int) and not isinstance(ident, bool):
+            # The filter's bounds: no row has a negative id or one beyond BIGINT, and asking for one
+            # would make a cell fail (SQLite cannot bind it) and look down.
+            if not 0 <= ident <= MAX_INTEGER_ID:
+                raise InvalidId(
+                    "integer-too-large" if ident > 0 else "not-an-integer",
+                    "Invalid id %d: ids are integers from 0 to %d." % (ident, MAX_INTEGER_ID),
+                    ident,
+                )
+            key = ident
+        else:
+            key = parse_integer_id(str(ident))
+        if tenant_column is not None and not isinstance(tenant, str):
+            raise ValueError("a tenant-owned lookup needs the tenant id, not %r" % (tenant,))
+        found = self.find_id(
+            table, key, by_uuid=by_uuid, id_column=id_column, uuid_column=uuid_column, all_columns=True,
+            tenant_column=tenant_column, tenant=tenant,
+        )
+        return outcome(found, table, key, by_uuid)
+
+    def close(self) -> None:
+        """Stop the cells' threads and close their connections."""
+        for cell in self._cells:
+            cell.close()
+
+
+def outcome(found: Found, table: str, key: int | str, by_uuid: bool) -> Resolved:
+    """The one record *found* names, or the exception the rules give (see the module doc)."""
+    if by_uuid and found.matches:
+        cell, row = found.matches[0]
+        return Resolved(cell, row)
+    if found.unanswered:
+        raise CellsUnavailable(
+            "%s %r could not be looked up: cell%s %s did not answer"
+            % (table, key, "s" if len(found.unanswered) > 1 else "", ", ".join(found.unanswered)),
+            found.unanswered,
+        )
+    if not found.matches:
+        raise RecordNotFound("%s %r is in no cell" % (table, key))
+    if len(found.matches) > 1:
+        cells = [cell for cell, _ in found.matches]
+        raise AmbiguousId("%s id %r is in several cells: %s" % (table, key, ", ".join(cells)), cells)
+    cell, row = found.matches[0]
+    return Resolved(cell, row)
+

@@ -1,0 +1,161 @@
+"""SQL building blocks shared by the tables tenancy_mw owns.
+
+Pure SQLAlchemy, no WSGI: the tenant registry, the idempotency store and
+the tag table all need the same three things.
+
+- :class:`ExactString`, a text column that compares exactly (case and
+  trailing spaces included) on every backend.  SQLite and PostgreSQL
+  compare text that way already.  MySQL and MariaDB do not: their default
+  collations ignore case, and even ``utf8mb4_bin`` is a PAD SPACE collation
+  (``'acme' = 'acme '``), which would let tenant ``acme `` read tenant
+  ``acme``'s rows.  There the column gets the binary NO PAD collation,
+  ``utf8mb4_nopad_bin`` on MariaDB and ``utf8mb4_0900_bin`` on MySQL 8.
+- :func:`create_engine`, an engine fit for several worker processes: on
+  SQLite a busy timeout and WAL, so writers from two processes queue
+  instead of failing; on servers a pre-ping, since they close idle
+  connections; on MySQL/MariaDB the ``utf8mb4`` connection charset.
+- :func:`table_options`, the table options that make MySQL/MariaDB tables
+  InnoDB (row locks, transactions) and ``utf8mb4``.
+
+Example::
+
+    >>> import sqlalchemy as sa
+    >>> from tenancy_mw.core.sql import ExactString, create_engine, table_options
+    >>> metadata = sa.MetaData()
+    >>> tenants = sa.Table("example_tenants", metadata,
+    ...                    sa.Column("id", ExactString(255), primary_key=True),
+    ...                    **table_options())
+    >>> engine = create_engine("sqlite://")
+    >>> metadata.create_all(engine)
+    >>> with engine.begin() as conn:
+    ...     _ = conn.execute(tenants.insert(), [{"id": "acme"}, {"id": "acme "}, {"id": "ACME"}])
+    ...     conn.execute(sa.select(sa.func.count()).select_from(tenants)).scalar()
+    3
+    >>> engine.dispose()
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tenancy_mw.extras import missing_extra
+
+try:
+    import sqlalchemy as sa
+    from sqlalchemy.dialects import mysql
+    from sqlalchemy.engine import URL, make_url
+except ImportError as exc:
+    raise missing_extra("sql", __name__, exc) from exc
+
+__all__ = ["EXACT_COLLATIONS", "ExactString", "create_engine", "error_summary", "is_mysql", "table_options"]
+
+MARIADB_EXACT_COLLATION = "utf8mb4_nopad_bin"
+MYSQL_EXACT_COLLATION = "utf8mb4_0900_bin"
+#: The MySQL/MariaDB collations under which strings compare exactly.
+EXACT_COLLATIONS = frozenset({MARIADB_EXACT_COLLATION, MYSQL_EXACT_COLLATION})
+
+#: How long a SQLite writer waits for another process's write, in seconds.
+SQLITE_BUSY_TIMEOUT = 30
+
+
+def is_mysql(dialect: sa.engine.Dialect) -> bool:
+    """True for MySQL and MariaDB, whatever the driver (``mysql+pymysql`` names both ``mysql``)."""
+    return dialect.name in ("mysql", "mariadb")
+
+
+class ExactString(sa.types.TypeDecorator):
+    """``VARCHAR(length)`` that compares exactly on every backend (see the module doc).
+
+    Use it for every column that holds an identifier a client chose: tenant
+    ids, tags, tokens.  ``ExactString(255)`` holds 255 characters (code
+    points) on every backend.
+    """
+
+    impl = sa.String
+    cache_ok = True
+
+    @property
+    def length(self) -> int | None:
+        """The most characters a value holds."""
+        return self.impl_instance.length  # type: ignore[attr-defined]  # impl is a String
+
+    def load_dialect_impl(self, dialect: sa.engine.Dialect) -> sa.types.TypeEngine:
+        """The plain ``VARCHAR`` except on MySQL/MariaDB, where it carries a binary NO PAD collation."""
+        if is_mysql(dialect):
+            collation = MARIADB_EXACT_COLLATION if getattr(dialect, "is_mariadb", False) else MYSQL_EXACT_COLLATION
+            return dialect.type_descriptor(mysql.VARCHAR(self.length, charset="utf8mb4", collation=collation))
+        return dialect.type_descriptor(sa.String(self.length))
+
+
+def table_options() -> dict[str, str]:
+    """Keyword arguments for :class:`sqlalchemy.Table` (or ``op.create_table``): InnoDB, ``utf8mb4``.
+
+    Ignored by the other backends.
+    """
+    options = {}
+    for prefix in ("mysql", "mariadb"):
+        options[prefix + "_engine"] = "InnoDB"
+        options[prefix + "_charset"] = "utf8mb4"
+    return options
+
+
+def create_engine(url: str | URL, **engine_args: Any) -> sa.Engine:
+    """A SQLAlchemy engine for *url*, set up for several worker processes (see the module doc).
+
+    *engine_args* go to :func:`sqlalchemy.create_engine` (pool sizes, say).
+    The folder of a SQLite file is created when missing.
+    """
+    url = make_url(url)
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        path = url.database
+        if path and path != ":memory:" and not path.startswith("file:"):
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        connect_args = dict(engine_args.pop("connect_args", {}))
+        # pysqlite's timeout is SQLite's busy timeout.
+        connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT)
+        engine_args["connect_args"] = connect_args
+    else:
+        engine_args.setdefault("pool_pre_ping", True)
+    if backend in ("mysql", "mariadb") and "charset" not in url.query:
+        # Without utf8mb4 on the connection, 4-byte characters are mangled.
+        url = url.update_query_dict({"charset": "utf8mb4"})
+    engine = sa.create_engine(url, **engine_args)
+    if backend == "sqlite" and url.database not in (None, "", ":memory:"):
+        sa.event.listen(engine, "connect", _sqlite_on_connect)
+    return engine
+
+
+def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
+    """Make each SQLite connection fit for several worker processes."""
+    cursor = dbapi_connection.cursor()
+    try:
+        # Set before WAL: switching the journal mode itself may have to wait.
+        cursor.execute("PRAGMA busy_timeout = %d" % (SQLITE_BUSY_TIMEOUT * 1000))
+        # WAL: readers never block the writer and the writer never blocks readers.
+        cursor.execute("PRAGMA journal_mode = WAL")
+        # WAL keeps its durability guarantees with NORMAL, and it is faster.
+        cursor.execute("PRAGMA synchronous = NORMAL")
+    finally:
+        cursor.close()
+
+
+def error_summary(exc: BaseException) -> str:
+    """The first line of *exc*'s message (of the driver's error under a SQLAlchemy one), for logs and reports.
+
+    Never empty: an exception without a message is named by its type.
+
+    Example::
+
+        >>> error_summary(RuntimeError())
+        'RuntimeError'
+        >>> error_summary(ValueError("bad\\nmore"))
+        'bad'
+    """
+    orig = getattr(exc, "orig", None)
+    for source in (orig, exc) if orig is not None else (exc,):
+        lines = str(source).strip().splitlines()
+        if lines and lines[0].strip():
+            return lines[0].strip()
+    return type(orig if orig is not None else exc).__name__

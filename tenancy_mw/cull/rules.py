@@ -1,0 +1,475 @@
+"""Rules naming admin calls, and how a request is matched against them.
+
+Pure helpers of the ``admin_cull`` filter; no WSGI machinery.
+
+Rule syntax
+-----------
+A rule is one line: the methods, white space, then a path pattern::
+
+    PUT,DELETE /{version}/{tenant}
+    *          /**/action/move/**
+    GET        /os-hypervisors/**
+
+Methods
+    A comma-separated list of HTTP methods (any case), or ``*`` for every
+    method.  ``HEAD`` requests are judged as ``GET`` too, so a rule naming
+    ``GET`` covers ``HEAD``.
+
+Pattern tokens, separated by ``/``
+    ``name``
+        A literal segment.  It matches a segment that equals it ignoring
+        case, and also one that only adds path parameters (``name;x=1``),
+        an extension (``name.json``) or surrounding spaces: some routers and
+        proxies drop those, so an admin call written that way is still
+        culled.
+    ``*``, ``{tenant}``
+        Exactly one segment, whatever it holds.
+    ``**``
+        Any number of segments, none included.
+    ``{version}``
+        One segment matching the filter's ``version_pattern`` (ignoring
+        case).
+
+Where a pattern is tried
+    A pattern whose first token is ``{version}`` is tried at every
+    plausible version: each version-like segment of the mount point
+    (``SCRIPT_NAME``), each segment of the run of version-like segments
+    right after it, and each segment of the run starting at the first
+    version-like segment anywhere (``/v1/v2.1/acme`` under a ``/v1`` mount
+    may route ``v2.1`` as the version).  Any other pattern may start at any
+    segment, so ``PUT,DELETE /os-services/*`` culls
+    ``/v2.1/{tenant}/os-services/x``, ``/v2.1/os-services/x`` and
+    ``/os-services/x`` alike, wherever the app is mounted.  A pattern must
+    match up to the last segment; end it with ``/**`` to take in everything
+    below.
+
+How a path is read
+    In the canonical form of :mod:`tenancy_mw.core.paths`, empty segments
+    dropped, trailing slash ignored, and also as lenient routers and
+    proxies might read it; a rule matches when it matches any reading:
+
+    - literal segments compare case-folded (after NFKC for non-ASCII text,
+      so fullwidth letters compare as ASCII), without ``;`` parameters,
+      outer spaces or a final ``.extension``;
+    - a segment that is empty once ``;`` parameters and spaces are dropped
+      (``/;/``, ``/%20/``) is also read as absent;
+    - a backslash is also read as a separator.
+
+Example::
+
+    >>> import re
+    >>> rule = parse_rule("PUT,DELETE /os-services/*")
+    >>> rule.matches(("v2.1", "acme", "os-services", "7"), {"DELETE"}, re.compile(r"v[0-9.]+"))
+    True
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import NamedTuple
+
+__all__ = [
+    "DEFAULT_RULES",
+    "prepare_folding",
+    "TENANT_READ_RULE",
+    "CullRule",
+    "PathView",
+    "RuleError",
+    "parse_rule",
+    "parse_rules",
+]
+
+#: The tenants spec's admin calls: create and delete a tenant, every move
+#: action (of a resource or a whole tenant), every restore action, and the
+#: tenant's own action namespace, wherever a lenient router could reach it.
+DEFAULT_RULES = (
+    "PUT,DELETE /{version}/{tenant}",
+    # Every plausible split into mount, version and tenant, also a mount
+    # whose own path holds a version-like segment then an ordinary one
+    # (/api/v1/compute in front of an app routing /{version}/{tenant}).
+    # Fails closed: PUT/DELETE of any path ending in a version-like segment
+    # and one more (/v1/AUTH_acme/v2/photo.jpg) is culled too.
+    "PUT,DELETE /**/{version}/{tenant}",
+    "* /**/action/move/**",
+    "* /**/action/restore/**",
+    "* /{version}/{tenant}/action/**",
+    # Routers that find a child controller without the tenant segment
+    # (pecan's RestController looks up /{version}/action as the tenants
+    # controller's "action" child) or at any depth (a get_one(*args)
+    # controller, uWSGI resolving /x/../../action): the action namespace is
+    # culled wherever it could be reached from, except nova-style public
+    # POST .../{resource}/{id}/action, which has nothing below it.
+    "* /{version}/action/**",
+    "* /{version}/**/action/*/**",
+    "GET /{version}/**/action",
+)
+
+#: Added by ``cull_tenant_reads``: the spec leaves GET/HEAD of a tenant public
+#: or admin at the operator's choice.
+TENANT_READ_RULE = "GET /{version}/{tenant}"
+
+_METHOD = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+_LITERAL = re.compile(r"[^\s/*{}]+")
+
+
+class RuleError(ValueError):
+    """A rule that cannot be parsed; the message names the rule and the fault."""
+
+
+class _Token(NamedTuple):
+    kind: str  # "literal", "one", "any", "version"
+    text: str = ""
+
+
+class CullRule:
+    """One parsed rule: a set of methods (``None`` for every method) and a pattern.
+
+    Build it with :func:`parse_rule`.
+    """
+
+    __slots__ = ("anchor", "fixed_length", "literals", "methods", "source", "tail_checks", "tail_length", "tokens")
+
+    def __init__(self, source: str, methods: frozenset | None, tokens: tuple, anchor: str) -> None:
+        self.source = source
+        self.methods = methods
+        self.tokens = tokens
+        #: "version" (the first token is {version}) or "anywhere".
+        self.anchor = anchor
+        #: Folded literal tokens; each must occur in the path for a match.
+        self.literals = tuple(t.text for t in tokens if t.kind == "literal")
+        #: How many segments the pattern matches, or None when it holds '**'.
+        self.fixed_length = None if any(t.kind == "any" for t in tokens) else len(tokens)
+        #: A pattern that, on a path of one reading, can only match the
+        #: path's last ``tail_length`` segments (a fixed-length ``{version}``
+        #: pattern; one that may start anywhere with no ``**`` but the
+        #: leading one, as ``/**/{version}/{tenant}``) is compiled here into
+        #: its checks: ``(offset, literal)`` for each token but ``*``, the
+        #: literal ``None`` for ``{version}``.  None for other patterns.
+        self.tail_checks: tuple | None = None
+        self.tail_length = 0
+        tail = None
+        if anchor == "version" and self.fixed_length is not None:
+            tail = tokens
+        elif anchor == "anywhere" and not any(t.kind == "any" for t in tokens[1:]):
+            tail = tokens[1:]
+        if tail is not None:
+            self.tail_length = len(tail)
+            self.tail_checks = tuple(
+                (offset, token.text if token.kind == "literal" else None)
+                for offset, token in enumerate(tail)
+                if token.kind != "one"
+            )
+
+    def __repr__(self) -> str:
+        return "CullRule(%r)" % self.source
+
+    def applies_to(self, methods: Iterable[str]) -> bool:
+        """Whether the rule names one of *methods* (upper-case)."""
+        return self.methods is None or not self.methods.isdisjoint(methods)
+
+    def matches(
+        self, segments: tuple[str, ...], methods: Iterable[str], version_re: re.Pattern, prefix_length: int = 0
+    ) -> bool:
+        """Whether a request with these canonical *segments* and *methods* is culled by this rule.
+
+        *segments* are the non-empty canonical segments, the first
+        *prefix_length* of them the mount point's; *version_re* matches a
+        version segment.  To test many rules on one request, build one
+        :class:`PathView` and call :meth:`matches_view`.
+        """
+        return self.matches_view(PathView(segments, version_re, prefix_length), methods)
+
+    def matches_view(self, view: PathView, methods: Iterable[str]) -> bool:
+        """:meth:`matches` on a prepared :class:`PathView`."""
+        return self.applies_to(methods) and self.matches_path(view)
+
+    def matches_path(self, view: PathView) -> bool:
+        """Whether the rule's pattern matches the path, whatever the method."""
+        # Every literal token must occur somewhere: a cheap test that skips
+        # most rules on most requests before any reading is worked out.
+        for literal in self.literals:
+            if literal not in view.folded:
+                return False
+        checks = self.tail_checks
+        if checks is not None and view.plain:
+            # One reading, and only one place the pattern can start.
+            segments, version_re = view.segments, view.version_re
+            start = len(segments) - self.tail_length
+            if start < 0:
+                return False
+            for offset, literal in checks:
+                if literal is None:
+                    if not _is_version(segments[start + offset], version_re):
+                        return False
+                elif not _literal_matches(literal, segments[start + offset]):
+                    return False
+            prefix = view.prefix_length
+            if self.anchor == "version" and start > prefix:
+                # A version start only if its run of version-like segments
+                # begins right after the mount point, or holds the first
+                # version-like segment of the path (see _version_starts).
+                run = start
+                while run > prefix and _is_version(segments[run - 1], version_re):
+                    run -= 1
+                if run > prefix and any(_is_version(s, version_re) for s in segments[:run]):
+                    return False
+            return True
+        for segments, versions in view.readings:
+            if self.anchor == "version":
+                if any(_match(self.tokens, segments, start, view.version_re) for start in versions):
+                    return True
+            elif _match(self.tokens, segments, 0, view.version_re):
+                return True
+        return False
+
+
+class PathView:
+    """A request path prepared once for matching against many rules.
+
+    :ivar folded: the path, case-folded, for the literal pre-test.
+    :ivar plain: whether the path has a single reading (no ``;``
+        parameters, spaces or backslashes).
+    :ivar readings: ``(segments, version starts)`` pairs, one per way a
+        lenient router could read the path: as given; without segments that
+        are empty once ``;`` parameters and spaces are dropped; with
+        backslashes as separators; both.  ``version starts`` are the indexes
+        where a ``{version}`` pattern is tried: the version-like segments of
+        the mount point and the first one after it, and the first
+        version-like segment anywhere.  Worked out on first use only: most
+        requests fail every rule's literal pre-test first.
+    """
+
+    __slots__ = ("_readings", "folded", "plain", "prefix_length", "segments", "version_re")
+
+    def __init__(self, segments: tuple[str, ...], version_re: re.Pattern, prefix_length: int = 0) -> None:
+        self.segments = segments
+        self.version_re = version_re
+        self.prefix_length = prefix_length
+        joined = "/".join(segments)
+        # _fold(), its ASCII case inlined: every request builds a view.
+        folded = self.folded = joined.lower() if joined.isascii() else _fold(joined)
+        if folded.isascii():
+            # Control characters never get this far (the canonical form refuses them).
+            self.plain = ";" not in folded and "\\" not in folded and " " not in folded
+        else:
+            self.plain = _ODD.search(folded) is None
+        self._readings: tuple | None = None
+
+    @property
+    def readings(self) -> tuple:
+        """The ``(segments, version starts)`` readings; see the class documentation."""
+        if self._readings is None:
+            segments = self.segments
+            if self.plain:
+                # The common case: no parameters, spaces or backslashes, one reading.
+                self._readings = ((segments, _version_starts(segments, self.prefix_length, self.version_re)),)
+                return self._readings
+            # Each segment carries whether it belongs to the mount point, so
+            # every reading knows how far its mount point reaches.
+            tagged = [(s, i < self.prefix_length) for i, s in enumerate(segments)]
+            variants = [tagged]
+            if any(_is_blank(s) for s, _ in tagged):
+                variants.append([(s, p) for s, p in tagged if not _is_blank(s)])
+            if "\\" in self.folded:
+                variants += [[(part, p) for s, p in v for part in s.split("\\") if part] for v in list(variants)]
+            readings: list[tuple] = []
+            for variant in variants:
+                reading = tuple(s for s, _ in variant)
+                if any(reading == r[0] for r in readings):
+                    continue
+                prefix = sum(p for _, p in variant)
+                readings.append((reading, _version_starts(reading, prefix, self.version_re)))
+            self._readings = tuple(readings)
+        return self._readings
+
+
+# Characters that make a lenient reading differ from the plain one.
+_ODD = re.compile(r"[;\\\s]")
+
+
+def _fold(text: str) -> str:
+    """Case-fold *text* as a lenient router might compare it."""
+    if text.isascii():
+        return text.lower()
+    # Compatibility forms (fullwidth a), letters that change case into ASCII
+    # (dotless i, long s) and letters with marks (dotted capital I, as
+    # re.IGNORECASE matches it) all compare as the plain ASCII letters.
+    decomposed = unicodedata.normalize("NFKD", text)
+    bare = decomposed.translate(_combining_marks())
+    return unicodedata.normalize("NFKD", bare.upper().lower())
+
+
+_COMBINING_MARKS: dict = {}
+
+
+def prepare_folding() -> None:
+    """Build the folding tables now (some milliseconds, once per process) rather than on a first request."""
+    _combining_marks()
+
+
+def _combining_marks() -> dict:
+    """A ``str.translate`` table deleting every combining mark: one C-speed pass per path.
+
+    Built once per process, on first use; ``admin_cull`` builds it when the
+    pipeline loads, so no request pays for it.
+    """
+    if not _COMBINING_MARKS:
+        # Every code point with a combining class lies below U+20000.
+        _COMBINING_MARKS.update((cp, None) for cp in range(0x300, 0x20000) if unicodedata.combining(chr(cp)))
+    return _COMBINING_MARKS
+
+
+def _bare(segment: str) -> str:
+    """The segment as a lenient router might read it: no ;params or outer spaces, folded."""
+    return _fold(segment.split(";", 1)[0].strip())
+
+
+def _is_blank(segment: str) -> bool:
+    """Whether *segment* is empty once ``;`` parameters and outer spaces are dropped."""
+    return not segment.split(";", 1)[0].strip()
+
+
+def _is_version(segment: str, version_re: re.Pattern) -> bool:
+    if version_re.fullmatch(segment) is not None:
+        return True
+    if segment.isascii() and ";" not in segment and segment.strip() == segment:
+        return False  # a lenient reading would not change it
+    bare = _bare(segment)
+    return bare != segment and version_re.fullmatch(bare) is not None
+
+
+def _version_starts(segments: tuple[str, ...], prefix_length: int, version_re: re.Pattern) -> tuple[int, ...]:
+    """Where ``{version}`` is tried: every plausible split of the path into mount point, version and rest.
+
+    - each version-like segment of the mount point (``SCRIPT_NAME``);
+    - each segment of the run of version-like segments right after the
+      mount point (``/v1/v2.1/acme`` under a urlmap mounting ``/v1``: the
+      version may be ``v1`` or ``v2.1``);
+    - each segment of the run that starts at the first version-like segment
+      anywhere (a mount point the filter cannot see, as ``/compute``).
+
+    A version-like segment after a segment that is not one, past the first
+    run, is not a version (``/v1/AUTH_acme/v2/photo.jpg``).
+    """
+    flags = [_is_version(segment, version_re) for segment in segments]
+    starts = {i for i in range(min(prefix_length, len(segments))) if flags[i]}
+    first = flags.index(True) if True in flags else None
+    for begin in (prefix_length, first):
+        if begin is None:
+            continue
+        index = begin
+        while index < len(flags) and flags[index]:
+            starts.add(index)
+            index += 1
+    return tuple(sorted(starts))
+
+
+def _literal_matches(literal: str, segment: str) -> bool:
+    if _fold(segment) == literal:
+        return True
+    base = _bare(segment)
+    if base == literal:
+        return True
+    stem = base.rsplit(".", 1)[0]
+    return stem == literal and stem != base
+
+
+def _match(tokens: tuple, segments: tuple[str, ...], start: int, version_re: re.Pattern) -> bool:
+    """Whether *tokens* match ``segments[start:]`` to the end.
+
+    Walks the set of segment positions the tokens so far can end at, so the
+    work is at most tokens x segments whatever the ``**`` in the pattern: a
+    long path cannot make matching explode.
+    """
+    end = len(segments)
+    positions = {start}
+    for token in tokens:
+        if token.kind == "any":
+            positions = set(range(min(positions), end + 1))
+            continue
+        reached = set()
+        for si in positions:
+            if si < end:
+                segment = segments[si]
+                if token.kind == "one":
+                    reached.add(si + 1)
+                elif token.kind == "literal":
+                    if _literal_matches(token.text, segment):
+                        reached.add(si + 1)
+                elif _is_version(segment, version_re):
+                    reached.add(si + 1)
+        if not reached:
+            return False
+        positions = reached
+    return end in positions
+
+
+def parse_rule(text: str) -> CullRule:
+    """Parse one rule line (``"METHODS PATTERN"``); raise :class:`RuleError` naming it.
+
+    Example::
+
+        >>> parse_rule("* /os-hypervisors/**").methods is None
+        True
+        >>> parse_rule("GET os-hypervisors")
+        Traceback (most recent call last):
+          ...
+        tenancy_mw.cull.rules.RuleError: rule 'GET os-hypervisors': the pattern must start with '/'
+    """
+    source = " ".join(text.split())
+    parts = source.split(" ")
+    if len(parts) != 2:
+        raise RuleError("rule %r: expected 'METHODS /pattern' (methods, one space, a pattern)" % text)
+    method_text, pattern = parts
+    if method_text == "*":
+        methods = None
+    else:
+        names = [m.strip() for m in method_text.split(",")]
+        for name in names:
+            if not _METHOD.fullmatch(name):
+                raise RuleError("rule %r: %r is not an HTTP method (or '*')" % (text, name))
+        methods = frozenset(n.upper() for n in names)
+    if not pattern.startswith("/"):
+        raise RuleError("rule %r: the pattern must start with '/'" % text)
+    raw_tokens = [t for t in pattern[1:].split("/") if t != ""]
+    if not raw_tokens:
+        raise RuleError("rule %r: the pattern names no segment" % text)
+    tokens: list = []
+    for raw in raw_tokens:
+        if raw == "**":
+            if tokens and tokens[-1].kind == "any":
+                continue
+            tokens.append(_Token("any"))
+        elif raw in ("*", "{tenant}"):
+            tokens.append(_Token("one"))
+        elif raw == "{version}":
+            tokens.append(_Token("version"))
+        elif _LITERAL.fullmatch(raw):
+            tokens.append(_Token("literal", _fold(raw)))
+        else:
+            raise RuleError(
+                "rule %r: %r is not a pattern token (a literal segment, *, **, {tenant} or {version})" % (text, raw)
+            )
+    if tokens[0].kind == "version":
+        anchor = "version"
+    else:
+        anchor = "anywhere"
+        if tokens[0].kind != "any":
+            tokens.insert(0, _Token("any"))  # may start at any segment
+    return CullRule(source, methods, tuple(tokens), anchor)
+
+
+def parse_rules(lines: Iterable[str]) -> list[CullRule]:
+    """Parse rules given as strings, each holding one or more lines.
+
+    Blank lines and lines starting with ``#`` are skipped.
+    """
+    rules = []
+    for entry in lines:
+        for line in entry.splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                rules.append(parse_rule(line))
+    return rules

@@ -1,0 +1,466 @@
+"""The tags of any collection's resources, in the tag table: read, add, replace, remove.
+
+Pure SQLAlchemy (no WSGI): :mod:`tenancy_mw.tags.api` serves it over HTTP,
+and a service calls it directly for its own views (``tags`` in a list of
+servers: :meth:`TagStore.tags_of_many`, one query per page, no N+1).
+
+The tables are those of :func:`tenancy_mw.tags.model.define_tables`, made by
+``tenancy-mw-manage db upgrade --component tags`` (or a service's own
+``create_all`` on tables defined on its ``MetaData``).  Resource ids are
+strings of 1 to 255 characters; the store does not know which collection a
+resource belongs to, so the ids of every collection sharing one tag table
+must be unique across them (uuids are).  The service checks that a resource
+exists and belongs to the tenant before it calls the store
+(:mod:`tenancy_mw.tags.api` does that with the check the service plugs in).
+
+**The limit, under concurrency.**  At most ``max_tags`` tags per resource
+(50 by default, the spec's number).  Every write that can add tags runs in
+one transaction that first locks the resource's row of the lock table
+(``SELECT ... FOR UPDATE``; the row is created on first use), then reads
+the current tags, then writes.  Two requests adding different tags to one
+resource at once are thus serialised, and the second sees the first's tag
+before it counts: the resource never ends above the limit, on PostgreSQL
+and MariaDB (row locks) as on SQLite (one writer at a time).  Locking the
+resource's tag rows would not do: a resource with no tags has no row to
+lock, and rows added by another transaction are not locked by a count.
+The rare deadlock two first-time writers can meet on MariaDB is retried.
+Removals take the same lock (without making a row), so a ``DELETE`` never
+lands between a replace's read and its write.
+
+Checks happen in the spec's order, not nova's: a tag already there is "already
+there" (nothing to add) even when the resource is at the limit.
+
+Example::
+
+    >>> store = TagStore("sqlite://", create_tables=True)
+    >>> store.add_tag("srv-1", "red"), store.add_tag("srv-1", "red")
+    (True, False)
+    >>> store.replace_tags("srv-2", ["b", "a"])
+    ['a', 'b']
+    >>> store.tags_of_many(["srv-1", "srv-2", "srv-3"])
+    {'srv-1': ['red'], 'srv-2': ['a', 'b'], 'srv-3': []}
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL
+
+from tenancy_mw.core import sql
+from tenancy_mw.core.paths import shorten
+from tenancy_mw.tags.model import (
+    GROUPED_ANY_SMALL,
+    GROUPED_MIN_CANDIDATES,
+    MAX_RESOURCE_ID_LENGTH,
+    TAG_LOCKS,
+    TAGS,
+    TagQuery,
+    TagStatistics,
+    TagTables,
+    _check_candidates,
+    tag_statistics,
+    validate_tag,
+)
+
+__all__ = ["DEFAULT_MAX_TAGS", "DEFAULT_STATISTICS_TTL", "TagLimitExceeded", "TagStore"]
+
+#: The spec's limit of tags per resource.
+DEFAULT_MAX_TAGS = 50
+#: Seconds :meth:`TagStore.tag_statistics` reuses PostgreSQL's statistics.
+DEFAULT_STATISTICS_TTL = 300.0
+
+LOG = logging.getLogger(__name__)
+
+# Ids per query in tags_of_many: below SQLite's limit of bound parameters.
+_BATCH = 10_000
+# Deadlocks and serialisation failures: the transaction is run again.
+_RETRY_PGCODES = frozenset({"40001", "40P01"})
+_RETRY_MYSQL_ERRNOS = frozenset({1213, 1205})
+_ATTEMPTS = 5
+
+
+class TagLimitExceeded(ValueError):
+    """Adding the tags would take a resource over the limit; nothing was changed.
+
+    :ivar limit: the most tags a resource may have.
+    :ivar count: how many it would have had.
+    :ivar detail: a sentence for the client.
+    """
+
+    def __init__(self, resource_id: str, count: int, limit: int) -> None:
+        self.limit = limit
+        self.count = count
+        self.detail = "Resource %r would have %d tags; at most %d are allowed." % (shorten(resource_id), count, limit)
+        super().__init__(self.detail)
+
+
+def _check_resource_id(resource_id: object) -> str:
+    if not isinstance(resource_id, str) or not 1 <= len(resource_id) <= MAX_RESOURCE_ID_LENGTH:
+        raise ValueError(
+            "resource id %s is not a string of 1 to %d characters"
+            % (shorten(repr(resource_id)), MAX_RESOURCE_ID_LENGTH)
+        )
+    return resource_id
+
+
+def _refuse_text(values: object, name: str) -> None:
+    # A string is iterable too: "abc" would be read as "a", "b", "c".
+    if isinstance(values, (str, bytes)):
+        raise TypeError("%s must be an iterable of strings, not a string (%s)" % (name, shorten(repr(values))))
+
+
+def _retryable(exc: sa.exc.DBAPIError) -> bool:
+    orig = getattr(exc, "orig", None)
+    if getattr(orig, "pgcode", None) in _RETRY_PGCODES:
+        return True
+    args = getattr(orig, "args", ())
+    return bool(args) and args[0] in _RETRY_MYSQL_ERRNOS  # type: ignore[misc]
+
+
+def _check_connection(connection: object) -> None:
+    if connection is not None and not isinstance(connection, sa.Connection):
+        raise TypeError(
+            "connection must be a SQLAlchemy Connection (a Session's is session.connection()), not %r"
+            % type(connection).__name__
+        )
+
+
+class TagStore:
+    """Tags of resources in the tag tables of a database.
+
+    :param engine: a SQLAlchemy engine or URL (made with
+        :func:`tenancy_mw.core.sql.create_engine`); the service's own engine when
+        it filters its own queries by tag (same database).
+    :param tables: the tag tables (default: those of :mod:`tenancy_mw.tags.model`).
+    :param max_tags: the most tags one resource may have.
+    :param create_tables: create missing tables (tests, demos; a service
+        runs ``tenancy-mw-manage db upgrade``).
+    :param statistics_ttl: seconds the tag statistics read for
+        :meth:`where` are reused (0: read every time).  They only choose the
+        SQL's shape, so stale ones cost speed, never a wrong row.
+    """
+
+    def __init__(
+        self,
+        engine: sa.Engine | str | URL,
+        tables: TagTables | None = None,
+        max_tags: int = DEFAULT_MAX_TAGS,
+        create_tables: bool = False,
+        statistics_ttl: float = DEFAULT_STATISTICS_TTL,
+    ) -> None:
+        if max_tags < 1:
+            raise ValueError("max_tags must be at least 1, not %r" % (max_tags,))
+        if not statistics_ttl >= 0:
+            raise ValueError("statistics_ttl must be 0 or more seconds, not %r" % (statistics_ttl,))
+        self.statistics_ttl = statistics_ttl
+        # (statistics or None, monotonic time they expire): one tuple,
+        # replaced whole, so threads read it without a lock; one thread at a
+        # time reads them anew while the others keep the previous ones.
+        self._statistics: tuple[TagStatistics | None, float] = (None, -1.0)
+        self._statistics_refresh = threading.Lock()
+        # An engine made here is this store's to close; the service's own is not.
+        self._owns_engine = not isinstance(engine, sa.Engine)
+        self.engine = engine if isinstance(engine, sa.Engine) else sql.create_engine(engine)
+        self.tags, self.locks = tables or TagTables(TAGS, TAG_LOCKS)
+        self.max_tags = max_tags
+        if create_tables:
+            self.tags.metadata.create_all(self.engine, tables=[self.tags, self.locks])
+        dialect = self.engine.dialect
+        self._sqlite = dialect.name == "sqlite"
+        # Only PostgreSQL's SQL depends on the counts (TagQuery.where).
+        self._postgresql = dialect.name == "postgresql"
+        if dialect.name == "postgresql":
+            self._insert_ignore = lambda table: postgresql.insert(table).on_conflict_do_nothing()
+        elif dialect.name == "sqlite":
+            self._insert_ignore = lambda table: sqlite.insert(table).on_conflict_do_nothing()  # type: ignore[assignment,return-value]
+        else:
+            self._insert_ignore = lambda table: table.insert().prefix_with("IGNORE")
+        # Every write transaction reads what committed before it got the lock.
+        self._write_options = {} if dialect.name == "sqlite" else {"isolation_level": "READ COMMITTED"}
+
+    def close(self) -> None:
+        """Close the connections of the engine this store made from a URL (a service's own engine is left open)."""
+        if self._owns_engine:
+            self.engine.dispose()
+
+    # Reading ---------------------------------------------------------------
+
+    def tags_of(self, resource_id: str) -> list[str]:
+        """The tags of *resource_id*, sorted (by code point)."""
+        return self.tags_of_many([resource_id])[resource_id]
+
+    def tags_of_many(self, resource_ids: Iterable[str]) -> dict[str, list[str]]:
+        """``{resource_id: sorted tags}`` for every id given, in one query (per 10,000 ids).
+
+        Ids without tags map to ``[]``.  For list views: one query per page
+        instead of one per resource.
+        """
+        _refuse_text(resource_ids, "resource_ids")
+        ids = list(dict.fromkeys(resource_ids))
+        found: dict[str, list[str]] = {resource_id: [] for resource_id in ids}
+        table = self.tags
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), _BATCH):
+                chunk = ids[start : start + _BATCH]
+                query = sa.select(table.c.resource_id, table.c.tag).where(table.c.resource_id.in_(chunk))
+                for resource_id, tag in conn.execute(query):
+                    # Exact comparison is the database's job (ExactString);
+                    # a key it matched loosely is not ours to show.
+                    if resource_id in found:
+                        found[resource_id].append(tag)
+        for tags in found.values():
+            tags.sort()
+        return found
+
+    def where(
+        self,
+        query: TagQuery,
+        resource_id: sa.ColumnElement,
+        candidates: int | None = None,
+        connection: sa.Connection | None = None,
+    ) -> sa.ColumnElement:
+        """The SQL condition of *query* on *resource_id*, over this store's tag table.
+
+        :meth:`TagQuery.where <tenancy_mw.tags.model.TagQuery.where>` with the tag
+        counts it can use.  *candidates*: about how many rows the caller's
+        whole query leaves before this condition, its filters and paging
+        marker included (see there; ``None``, the default, whenever it is
+        not known).  Given at least
+        :data:`~tenancy_mw.tags.model.GROUPED_MIN_CANDIDATES` on PostgreSQL, the
+        counts are PostgreSQL's own statistics (:meth:`tag_statistics`),
+        read once per ``statistics_ttl`` seconds on *connection* (the
+        caller's, so no second connection is taken from the pool) or on one
+        of the store's, and taken cautiously: a ``tags-any`` tag outside
+        the most common ones counts as many rows as the least common of
+        them, a required tag outside them as rare (which keeps the
+        semi-join), and none counts at all when more than
+        :data:`~tenancy_mw.tags.model.GROUPED_ANY_SMALL` rows changed since
+        PostgreSQL gathered them.  A tenant's own list passes no
+        *candidates*, and nothing is read.
+
+        Example::
+
+            >>> import sqlalchemy as sa
+            >>> from tenancy_mw.tags.model import parse_tag_query
+            >>> store = TagStore("sqlite://", create_tables=True)
+            >>> _ = store.replace_tags("srv-1", ["red"]), store.replace_tags("srv-2", ["blue"])
+            >>> servers = sa.table("servers", sa.column("id"))
+            >>> with store.engine.begin() as conn:
+            ...     _ = conn.exec_driver_sql("CREATE TABLE servers (id TEXT PRIMARY KEY)")
+            ...     _ = conn.exec_driver_sql("INSERT INTO servers VALUES ('srv-1'), ('srv-2'), ('srv-3')")
+            ...     red_or_green = store.where(parse_tag_query("tags-any=red,green"), servers.c.id)
+            ...     conn.execute(sa.select(servers.c.id).where(red_or_green)).scalars().all()
+            ['srv-1']
+            >>> store.close()
+        """
+        _check_candidates(candidates)
+        _check_connection(connection)
+        if candidates is None or candidates < GROUPED_MIN_CANDIDATES or not self._postgresql:
+            return query.where(resource_id, self.tags, candidates=candidates)
+        simple = query.simplified()
+        if simple is None or len(simple[1]) < 2:
+            return query.where(resource_id, self.tags, candidates=candidates)
+        statistics = self.tag_statistics(connection)
+        # Too many rows changed since PostgreSQL's last ANALYZE: a tag made
+        # common since then would still read as rare.
+        if statistics is None or statistics.changed > GROUPED_ANY_SMALL:
+            return query.where(resource_id, self.tags, candidates=candidates)
+        # A tag outside the common ones is on at most as many rows as the
+        # least common of them: that bound for a tags-any tag (the grouped
+        # form reads them all); for a required tag, rare (it drives the
+        # semi-join, which then wins).
+        ceiling = max(statistics.other, min(statistics.common.values(), default=0))
+        all_of, any_of = simple[0], simple[1]
+        counts = {tag: statistics.common.get(tag, ceiling) for tag in any_of}
+        counts.update((tag, statistics.common.get(tag, 0)) for tag in all_of)
+        return query.where(resource_id, self.tags, counts, candidates)
+
+    def tag_statistics(self, connection: sa.Connection | None = None) -> TagStatistics | None:
+        """PostgreSQL's estimate of how many resources carry each tag, reused for ``statistics_ttl`` seconds.
+
+        :func:`tenancy_mw.tags.model.tag_statistics`: one catalog query, no read
+        of the tag table, on *connection* (a SQLAlchemy ``Connection``; a
+        session's is ``session.connection()``) or on one of the store's.
+        The caller's connection is left as it was: inside its transaction
+        the read runs in a savepoint, outside it the transaction the read
+        began is ended.  ``None`` on another database, before PostgreSQL
+        has analysed the table, and when the read fails (logged; the SQL
+        then needs no statistics).  While one thread reads them anew, the
+        others keep the previous ones.
+        """
+        _check_connection(connection)
+        if not self._postgresql:
+            return None
+        statistics, expires = self._statistics
+        if expires > time.monotonic() or not self._statistics_refresh.acquire(blocking=False):
+            return statistics
+        try:
+            statistics = self._read_statistics(connection)
+            self._statistics = (statistics, time.monotonic() + self.statistics_ttl)
+        finally:
+            self._statistics_refresh.release()
+        return statistics
+
+    def _read_statistics(self, connection: sa.Connection | None) -> TagStatistics | None:
+        try:
+            if connection is None:
+                with self.engine.connect() as own:
+                    return tag_statistics(own, self.tags)
+            if connection.in_transaction():
+                with connection.begin_nested():
+                    return tag_statistics(connection, self.tags)
+            try:
+                return tag_statistics(connection, self.tags)
+            finally:
+                connection.rollback()
+        except sa.exc.DBAPIError as exc:
+            LOG.warning("Could not read PostgreSQL's statistics of %s: %s", self.tags.name, sql.error_summary(exc))
+            return None
+
+    def has_tag(self, resource_id: str, tag: str) -> bool:
+        """Whether *resource_id* has *tag* (compared exactly)."""
+        table = self.tags
+        query = sa.select(table.c.tag).where(table.c.resource_id == resource_id, table.c.tag == tag)
+        with self.engine.connect() as conn:
+            return any(found == tag for found in conn.execute(query).scalars())
+
+    # Writing ---------------------------------------------------------------
+
+    def add_tag(self, resource_id: str, tag: str) -> bool:
+        """Add *tag*; ``True`` when added, ``False`` when it was there already.
+
+        Raises :class:`TagLimitExceeded` (nothing changed) when the resource
+        has ``max_tags`` tags and *tag* is not one of them.
+        """
+        _check_resource_id(resource_id)
+        validate_tag(tag)
+
+        def work(conn):
+            current = self._lock_and_read(conn, resource_id)
+            if tag in current:
+                return False
+            if len(current) >= self.max_tags:
+                raise TagLimitExceeded(resource_id, len(current) + 1, self.max_tags)
+            conn.execute(self.tags.insert().values(resource_id=resource_id, tag=tag))
+            return True
+
+        return self._write(work)
+
+    def replace_tags(self, resource_id: str, tags: Iterable[str]) -> list[str]:
+        """Make *tags* the resource's whole set of tags; return it sorted.
+
+        Raises ``ValueError`` for a duplicate, :class:`~tenancy_mw.tags.model.InvalidTag`
+        for a bad tag and :class:`TagLimitExceeded` for too many; nothing is
+        changed then.
+        """
+        _check_resource_id(resource_id)
+        _refuse_text(tags, "tags")
+        wanted = list(tags)
+        for tag in wanted:
+            validate_tag(tag)
+        if len(set(wanted)) != len(wanted):
+            raise ValueError("the tags hold a duplicate")
+        if len(wanted) > self.max_tags:
+            raise TagLimitExceeded(resource_id, len(wanted), self.max_tags)
+        wanted_set = set(wanted)
+
+        def work(conn):
+            current = self._lock_and_read(conn, resource_id)
+            gone = current - wanted_set
+            new = wanted_set - current
+            if gone:
+                conn.execute(
+                    self.tags.delete().where(self.tags.c.resource_id == resource_id, self.tags.c.tag.in_(sorted(gone)))
+                )
+            if new:
+                conn.execute(self.tags.insert(), [{"resource_id": resource_id, "tag": tag} for tag in sorted(new)])
+
+        self._write(work)
+        return sorted(wanted_set)
+
+    def remove_tag(self, resource_id: str, tag: str) -> bool:
+        """Remove *tag*; ``False`` when the resource did not have it."""
+        table = self.tags
+        return (
+            self._remove(resource_id, table.delete().where(table.c.resource_id == resource_id, table.c.tag == tag)) > 0
+        )
+
+    def remove_all(self, resource_id: str) -> int:
+        """Remove every tag of *resource_id*; return how many there were."""
+        table = self.tags
+        return self._remove(resource_id, table.delete().where(table.c.resource_id == resource_id))
+
+    def forget(self, resource_id: str) -> None:
+        """Remove every trace of *resource_id* (its tags and lock row): call it when the resource is deleted."""
+        self._remove(
+            resource_id,
+            self.tags.delete().where(self.tags.c.resource_id == resource_id),
+            self.locks.delete().where(self.locks.c.resource_id == resource_id),
+        )
+
+    # Internals -------------------------------------------------------------
+
+    def _write(self, work):
+        """Run *work(conn)* in a write transaction; run it again after a deadlock."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                with self.engine.connect() as conn:
+                    if self._write_options:
+                        conn = conn.execution_options(**self._write_options)
+                    with conn.begin():
+                        return work(conn)
+            except sa.exc.DBAPIError as exc:
+                if attempt == _ATTEMPTS or not _retryable(exc):
+                    raise
+                time.sleep(0.01 * attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _remove(self, resource_id: str, statement, *more) -> int:
+        """Run the delete *statement* (then *more*) under the resource's lock; its row count.
+
+        Removals wait for a writer of the same resource too: a ``DELETE``
+        slipping between a replace's read and its commit would leave a set
+        that neither order of the two requests gives.  No lock row is made
+        for a resource that never had one (it never had a writer to wait for).
+        """
+
+        def work(conn):
+            if not self._sqlite:
+                # SQLite: the delete itself takes the database's one write lock.
+                locks = self.locks
+                conn.execute(
+                    sa.select(locks.c.resource_id).where(locks.c.resource_id == resource_id).with_for_update()
+                ).first()
+            count = conn.execute(statement).rowcount
+            for other in more:
+                conn.execute(other)
+            return count
+
+        return self._write(work)
+
+    def _lock_and_read(self, conn: sa.Connection, resource_id: str) -> set[str]:
+        """Lock the resource's lock row (made on first use); return its current tags."""
+        locks = self.locks
+        if self._sqlite:
+            # SQLite locks the whole database for a writer; a transaction
+            # must write first, or it may fail at once instead of waiting.
+            conn.execute(self._insert_ignore(locks).values(resource_id=resource_id))
+            return self._read(conn, resource_id)
+        lock = sa.select(locks.c.resource_id).where(locks.c.resource_id == resource_id).with_for_update()
+        if conn.execute(lock).first() is None:
+            # First write for this resource.  Insert-or-ignore, then lock:
+            # a concurrent first writer's row is waited for, never duplicated.
+            conn.execute(self._insert_ignore(locks).values(resource_id=resource_id))
+            conn.execute(lock).first()
+        return self._read(conn, resource_id)
+
+    def _read(self, conn: sa.Connection, resource_id: str) -> set[str]:
+        table = self.tags
+        return set(conn.execute(sa.select(table.c.tag).where(table.c.resource_id == resource_id)).scalars())

@@ -1,0 +1,695 @@
+"""The tenant registry: which tenants exist, their representations, their moves.
+
+Pure SQLAlchemy, no WSGI: the ``tenant_admin`` filter runs on it, and so
+can a service's own code or a script.
+
+Two tables, the Alembic component ``tenants`` (apply it with
+``tenancy-mw-manage db upgrade --url URL --component tenants``):
+
+``tenancy_tenants``
+    One row per tenant: its id (up to 255 characters, compared exactly on
+    every backend, case and trailing spaces included:
+    :class:`tenancy_mw.core.sql.ExactString`), the JSON representation the
+    operator PUT (canonical JSON text), its state (``active`` or
+    ``deleted``), a revision counter and the times it was created, last
+    updated and deleted.
+``tenancy_tenant_moves``
+    One row per moved resource: where it was (tenant and resource path),
+    where it went, and when.  A request to the old place is redirected
+    (``301``) to the new one.  The place columns are indexed through a
+    SHA-256 key, since a tenant id plus a path may be longer than an index
+    key may be on MySQL.
+
+Lifecycle, as the tenants spec has it: ``put`` creates (or modifies) a
+tenant; ``delete`` marks it deleted, still recoverable (``restore``);
+:meth:`TenantRegistry.purge` removes the tenants deleted longer ago than a
+retention period, and their move records, for good.  A purged id is
+unknown again and may be created anew.
+
+Example::
+
+    >>> from tenancy_mw import migrations
+    >>> from tenancy_mw.tenants.registry import TenantRegistry
+    >>> import tempfile, os
+    >>> url = "sqlite:///" + os.path.join(tempfile.mkdtemp(), "tenants.sqlite")
+    >>> migrations.upgrade(url, ["tenants"])
+    ['tenants']
+    >>> registry = TenantRegistry(url)
+    >>> registry.put("acme", {"tier": "gold"}).created
+    True
+    >>> registry.get("acme").representation
+    {'tier': 'gold'}
+    >>> registry.delete("acme").state
+    'deleted'
+    >>> registry.restore("acme").state
+    'active'
+    >>> registry.close()
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from tenancy_mw.core import sql  # first: without the sql extra, it names it
+from tenancy_mw.core.sql import URL, mysql, sa
+from tenancy_mw.tenants.ids import MAX_TENANT_ID_LENGTH, validate_tenant_id
+
+__all__ = [
+    "ACTIVE",
+    "DELETED",
+    "DEFAULT_RETENTION",
+    "UNKNOWN",
+    "MoveRecord",
+    "PurgeReport",
+    "Tenant",
+    "TenantConflict",
+    "TenantGone",
+    "TenantNotFound",
+    "TenantRegistry",
+    "TenantStateCache",
+    "metadata",
+    "moves_table",
+    "purge",
+    "tenants_table",
+]
+
+#: Tenant states, as stored; :data:`UNKNOWN` is what the cache says of an id with no row.
+ACTIVE = "active"
+DELETED = "deleted"
+UNKNOWN = "unknown"
+
+#: How long a deleted tenant stays recoverable before ``purge`` removes it, by default.
+DEFAULT_RETENTION = timedelta(days=30)
+
+#: The longest resource path of a recorded move, in characters.
+MAX_PATH_LENGTH = 4096
+
+# MySQL's TEXT holds 64 KiB; a representation may be up to 1 MiB before
+# escaping (see tenant_admin's max_body_bytes), so MEDIUMTEXT (16 MiB) there.
+_LONG_TEXT = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+
+metadata = sa.MetaData()
+
+#: The tenants (see the module documentation).
+tenants_table = sa.Table(  # type: ignore[call-overload]  # ExactString columns
+    "tenancy_tenants",
+    metadata,
+    sa.Column("id", sql.ExactString(MAX_TENANT_ID_LENGTH), primary_key=True),
+    sa.Column("representation", _LONG_TEXT, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("created", sa.DateTime(), nullable=False),
+    sa.Column("updated", sa.DateTime(), nullable=False),
+    sa.Column("deleted", sa.DateTime(), nullable=True),
+    sa.Index("ix_tenancy_tenants_state_deleted", "state", "deleted"),
+    **sql.table_options(),
+)
+
+#: The recorded moves (see the module documentation).
+moves_table = sa.Table(  # type: ignore[call-overload]  # ExactString columns
+    "tenancy_tenant_moves",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("source_key", sa.String(64), nullable=False),
+    sa.Column("source_tenant", sql.ExactString(MAX_TENANT_ID_LENGTH), nullable=False),
+    sa.Column("source_path", sa.Text, nullable=False),
+    sa.Column("dest_key", sa.String(64), nullable=False),
+    sa.Column("dest_tenant", sql.ExactString(MAX_TENANT_ID_LENGTH), nullable=False),
+    sa.Column("dest_path", sa.Text, nullable=False),
+    sa.Column("moved", sa.DateTime(), nullable=False),
+    sa.Index("ix_tenancy_tenant_moves_source_key", "source_key"),
+    sa.Index("ix_tenancy_tenant_moves_dest_key", "dest_key"),
+    sa.Index("ix_tenancy_tenant_moves_source_tenant", "source_tenant"),
+    sa.Index("ix_tenancy_tenant_moves_dest_tenant", "dest_tenant"),
+    **sql.table_options(),
+)
+
+
+class TenantNotFound(LookupError):
+    """No such tenant: it never existed, or it was purged."""
+
+
+class TenantGone(LookupError):
+    """The tenant is deleted (still recoverable until it is purged)."""
+
+
+class TenantConflict(ValueError):
+    """The change cannot be made in the tenant's current state (``409``).
+
+    :ivar reason: ``"deleted"`` (the tenant is deleted), ``"not-updatable"``
+        (its representation may not change) or ``"not-deleted"`` (nothing
+        to restore).
+    """
+
+    def __init__(self, detail: str, reason: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """One tenant as the registry holds it.
+
+    :ivar representation: the JSON object the operator PUT (a ``dict``).
+    :ivar etag: a quoted entity tag that changes whenever the
+        representation or the state changes.
+    """
+
+    id: str
+    representation: dict
+    state: str
+    revision: int
+    created: datetime
+    updated: datetime
+    deleted: datetime | None
+
+    @property
+    def etag(self) -> str:
+        digest = hashlib.sha256(
+            json.dumps([self.id, self.state, self.representation], sort_keys=True).encode("ascii", "backslashreplace")
+        ).hexdigest()
+        return '"%s"' % digest
+
+    def summary(self) -> dict:
+        """The tenant's registry data as JSON-ready values (times in ISO 8601, UTC)."""
+        return {
+            "id": self.id,
+            "state": self.state,
+            "created": _iso(self.created),
+            "updated": _iso(self.updated),
+            "deleted": _iso(self.deleted) if self.deleted else None,
+            "etag": self.etag,
+        }
+
+
+@dataclass(frozen=True)
+class PutResult:
+    """What :meth:`TenantRegistry.put` did: ``created`` or modified, and the tenant now."""
+
+    tenant: Tenant
+    created: bool
+    changed: bool
+
+
+@dataclass(frozen=True)
+class MoveRecord:
+    """A recorded move: what was at ``source_path`` of ``source_tenant`` is at ``dest_path`` of ``dest_tenant``.
+
+    Paths are tuples of decoded path segments below the tenant segment.
+    """
+
+    source_tenant: str
+    source_path: tuple[str, ...]
+    dest_tenant: str
+    dest_path: tuple[str, ...]
+    moved: datetime
+
+
+@dataclass
+class PurgeReport:
+    """What :meth:`TenantRegistry.purge` removed (or, with ``dry_run``, would remove)."""
+
+    tenants: list[str] = field(default_factory=list)
+    moves: int = 0
+    cutoff: datetime | None = None
+
+    def __str__(self) -> str:
+        return "purged %d tenant%s deleted before %s%s; %d move record%s" % (
+            len(self.tenants),
+            "" if len(self.tenants) == 1 else "s",
+            _iso(self.cutoff) if self.cutoff else "-",
+            (": " + ", ".join(repr(t) for t in self.tenants)) if self.tenants else "",
+            self.moves,
+            "" if self.moves == 1 else "s",
+        )
+
+
+_EPOCH = datetime(1970, 1, 1)
+
+
+def _utcnow() -> datetime:
+    # Whole seconds, naive UTC: MySQL's DATETIME keeps no fraction, and a
+    # tenant must read back the times it was written with.
+    return datetime.now(timezone.utc).replace(microsecond=0, tzinfo=None)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def canonical_json(document: object) -> str:
+    """*document* as compact JSON with sorted keys, ASCII only (lone surrogates survive any database)."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def place_key(tenant_id: str, path: Iterable[str]) -> str:
+    """The index key of a place (a tenant and a resource path): SHA-256 hex of both."""
+    text = tenant_id + "\x00" + "/".join(path)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _join(path: Iterable[str]) -> str:
+    # Canonical segments never hold '/', so the join can be split back.
+    return "/".join(path)
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(text.split("/")) if text else ()
+
+
+class TenantRegistry:
+    """The tenants and moves tables at a SQLAlchemy URL (see the module documentation).
+
+    One instance per process; safe to share between threads.  The tables
+    must exist (``tenancy-mw-manage db upgrade --url URL``).
+
+    :param url: a SQLAlchemy URL, or an :class:`~sqlalchemy.engine.Engine`
+        to use as it is.
+    """
+
+    def __init__(self, url: str | URL | sa.Engine) -> None:
+        if isinstance(url, sa.Engine):
+            self.engine = url
+        else:
+            self.engine = _registry_engine(url)
+        self.is_sqlite = self.engine.dialect.name == "sqlite"
+        _OPEN_REGISTRIES.add(self)
+
+    def close(self) -> None:
+        """Close this process's connections."""
+        self.engine.dispose()
+
+    # Reading --------------------------------------------------------------
+
+    def get(self, tenant_id: str, conn: sa.Connection | None = None) -> Tenant | None:
+        """The tenant *tenant_id* (active or deleted), or ``None`` if unknown."""
+        query = sa.select(tenants_table).where(tenants_table.c.id == tenant_id)
+        if conn is not None:
+            row = conn.execute(query).mappings().first()
+        else:
+            with self.engine.connect() as own:
+                row = own.execute(query).mappings().first()
+        # The database compares exactly; checking again here costs nothing.
+        if row is None or row["id"] != tenant_id:
+            return None
+        return _tenant(row)
+
+    def state(self, tenant_id: str) -> str:
+        """:data:`ACTIVE`, :data:`DELETED` or :data:`UNKNOWN`: one indexed read of one column."""
+        query = sa.select(tenants_table.c.id, tenants_table.c.state).where(tenants_table.c.id == tenant_id)
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        if row is None or row[0] != tenant_id:
+            return UNKNOWN
+        return row[1]
+
+    # Writing --------------------------------------------------------------
+
+    def put(self, tenant_id: str, representation: dict, *, updatable: bool = True) -> PutResult:
+        """Create *tenant_id* with *representation*, or modify it.
+
+        Idempotent: the same PUT twice leaves the same state, and a PUT of
+        the representation the tenant already has changes nothing (not even
+        its ``updated`` time or ETag).  Raises :class:`TenantConflict` when
+        the tenant is deleted, or when it exists with another
+        representation and *updatable* is false.
+        """
+        validate_tenant_id(tenant_id)
+        text = canonical_json(representation)
+        for attempt in range(1, _PUT_ATTEMPTS + 1):
+            try:
+                return self._put(tenant_id, text, updatable)
+            except sa.exc.DBAPIError as exc:
+                # Two first PUTs of one id at once: a row lock cannot hold a
+                # row that does not exist yet, so one INSERT loses (a
+                # duplicate key; a deadlock on MariaDB's gap locks).  Again,
+                # it finds the row and answers as a second PUT does.
+                if attempt == _PUT_ATTEMPTS or not _lost_a_race(exc):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _put(self, tenant_id: str, text: str, updatable: bool) -> PutResult:
+        with self._write() as conn:
+            row = self._locked_row(conn, tenant_id)
+            now = _utcnow()
+            if row is None:
+                values = {
+                    "id": tenant_id,
+                    "representation": text,
+                    "state": ACTIVE,
+                    "revision": 1,
+                    "created": now,
+                    "updated": now,
+                    "deleted": None,
+                }
+                conn.execute(tenants_table.insert().values(**values))
+                return PutResult(_tenant(values), created=True, changed=True)
+            if row["state"] == DELETED:
+                raise TenantConflict(
+                    "Tenant %r is deleted; restore it (POST .../action/restore) before changing it." % tenant_id,
+                    "deleted",
+                )
+            if row["representation"] == text:
+                return PutResult(_tenant(row), created=False, changed=False)
+            if not updatable:
+                raise TenantConflict(
+                    "Tenant %r already exists and its representation cannot be updated on this service." % tenant_id,
+                    "not-updatable",
+                )
+            values = dict(row, representation=text, revision=row["revision"] + 1, updated=now)
+            conn.execute(
+                tenants_table.update()
+                .where(tenants_table.c.id == tenant_id)
+                .values(representation=text, revision=values["revision"], updated=now)
+            )
+            return PutResult(_tenant(values), created=False, changed=True)
+
+    def delete(self, tenant_id: str) -> Tenant:
+        """Mark *tenant_id* deleted; raises :class:`TenantNotFound` or :class:`TenantGone` (already deleted)."""
+        return self._set_state(tenant_id, from_state=ACTIVE, to_state=DELETED)
+
+    def restore(self, tenant_id: str) -> Tenant:
+        """Bring a deleted tenant back; raises :class:`TenantNotFound`, or :class:`TenantConflict` if it is active."""
+        return self._set_state(tenant_id, from_state=DELETED, to_state=ACTIVE)
+
+    def _set_state(self, tenant_id: str, from_state: str, to_state: str) -> Tenant:
+        with self._write() as conn:
+            row = self._locked_row(conn, tenant_id)
+            if row is None:
+                raise TenantNotFound("No tenant %r." % tenant_id)
+            if row["state"] != from_state:
+                if row["state"] == DELETED:
+                    raise TenantGone("Tenant %r is already deleted." % tenant_id)
+                raise TenantConflict(
+                    "Tenant %r is not deleted; there is nothing to restore." % tenant_id, "not-deleted"
+                )
+            now = _utcnow()
+            deleted = now if to_state == DELETED else None
+            values = dict(row, state=to_state, revision=row["revision"] + 1, updated=now, deleted=deleted)
+            conn.execute(
+                tenants_table.update()
+                .where(tenants_table.c.id == tenant_id)
+                .values(state=to_state, revision=values["revision"], updated=now, deleted=deleted)
+            )
+            return _tenant(values)
+
+    def purge(self, retention: timedelta = DEFAULT_RETENTION, *, now: datetime | None = None,
+              dry_run: bool = False) -> PurgeReport:
+        """Remove the tenants deleted more than *retention* ago, and every move record naming them.
+
+        Returns a :class:`PurgeReport` of what was removed; with *dry_run*,
+        of what would be, and nothing is removed.
+        """
+        now = now or _utcnow()
+        # No tenant was deleted before 1970: a longer retention purges nothing
+        # (and a date before year 1 cannot even be computed).
+        cutoff = max(now - min(retention, now - _EPOCH), _EPOCH)
+        report = PurgeReport(cutoff=cutoff)
+        condition = sa.and_(tenants_table.c.state == DELETED, tenants_table.c.deleted <= cutoff)
+        select_ids = sa.select(tenants_table.c.id).where(condition).order_by(tenants_table.c.id)
+        if not dry_run and not self.is_sqlite:
+            # Locked, as restore() locks them: a tenant restored meanwhile is
+            # read again after that commits, and is no longer purged, nor are
+            # its move records.  (SQLite: BEGIN IMMEDIATE holds the file.)
+            select_ids = select_ids.with_for_update()
+        with self._write() as conn:
+            report.tenants = ids = [row[0] for row in conn.execute(select_ids)]
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                moves = sa.or_(moves_table.c.source_tenant.in_(chunk), moves_table.c.dest_tenant.in_(chunk))
+                if dry_run:
+                    count = sa.select(sa.func.count()).select_from(moves_table).where(moves)
+                    report.moves += conn.execute(count).scalar_one()
+                else:
+                    report.moves += conn.execute(moves_table.delete().where(moves)).rowcount
+                    # The condition again, in the same locked transaction.
+                    conn.execute(tenants_table.delete().where(condition, tenants_table.c.id.in_(chunk)))
+        return report
+
+    # Moves ----------------------------------------------------------------
+
+    @contextmanager
+    def move_lock(self, *tenant_ids: str) -> Iterator[tuple[sa.Connection, dict[str, Tenant | None]]]:
+        """A write transaction holding the registry rows of *tenant_ids*, locked, for a move.
+
+        Yields ``(connection, {tenant_id: Tenant or None})``.  On PostgreSQL
+        and MariaDB/MySQL the rows are read with ``SELECT ... FOR UPDATE``
+        in sorted order (so two moves never deadlock), and another move,
+        ``DELETE`` or ``PUT`` of the same tenants in any process waits until
+        this transaction ends; on SQLite the transaction is ``BEGIN
+        IMMEDIATE``, which holds the database's one write lock.  Commits
+        when the block ends, rolls back if it raises.
+        """
+        with self._write() as conn:
+            found = {}
+            for tenant_id in sorted(set(tenant_ids)):
+                row = self._locked_row(conn, tenant_id)
+                found[tenant_id] = _tenant(row) if row is not None else None
+            yield conn, found
+
+    def record_moves(self, conn: sa.Connection, source_tenant: str, dest_tenant: str,
+                     moved: Iterable[tuple[tuple[str, ...], tuple[str, ...]]]) -> int:
+        """Record that each ``(old_path, new_path)`` of *moved* went from *source_tenant* to *dest_tenant*.
+
+        Run inside :meth:`move_lock`'s transaction.  A record of a move *out
+        of* a new place is dropped (the resource lives there again), and
+        records that led to an old place are pointed at the new one, so a
+        redirect is never a chain or a loop.  Returns how many were recorded.
+        """
+        now = _utcnow()
+        count = 0
+        for old_path, new_path in moved:
+            old_path, new_path = tuple(old_path), tuple(new_path)
+            old_key = place_key(source_tenant, old_path)
+            new_key = place_key(dest_tenant, new_path)
+            conn.execute(moves_table.delete().where(moves_table.c.source_key == new_key))
+            conn.execute(
+                moves_table.update()
+                .where(moves_table.c.dest_key == old_key)
+                .values(dest_key=new_key, dest_tenant=dest_tenant, dest_path=_join(new_path))
+            )
+            conn.execute(moves_table.delete().where(moves_table.c.source_key == old_key))
+            conn.execute(
+                moves_table.insert().values(
+                    source_key=old_key,
+                    source_tenant=source_tenant,
+                    source_path=_join(old_path),
+                    dest_key=new_key,
+                    dest_tenant=dest_tenant,
+                    dest_path=_join(new_path),
+                    moved=now,
+                )
+            )
+            count += 1
+        return count
+
+    def find_move(self, tenant_id: str, path: tuple[str, ...]) -> tuple[MoveRecord, tuple[str, ...]] | None:
+        """The move record of *path* or of its longest moved prefix, with the rest of the path.
+
+        ``find_move("acme", ("servers", "x", "ips"))`` finds a move of
+        ``servers/x`` and returns it with ``("ips",)``.  ``None`` when
+        nothing at or above *path* was moved.
+        """
+        prefixes = {place_key(tenant_id, path[:n]): n for n in range(1, min(len(path), 16) + 1)}
+        if not prefixes:
+            return None
+        query = sa.select(moves_table).where(moves_table.c.source_key.in_(list(prefixes)))
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).mappings().all()
+        best = None
+        for row in rows:
+            length = prefixes.get(row["source_key"])
+            if row["source_tenant"] != tenant_id or _split(row["source_path"]) != path[:length]:
+                continue  # a hash collision; never trust the key alone
+            if best is None or length > best[1]:  # type: ignore[operator]  # a key found has its length
+                best = (row, length)
+        if best is None:
+            return None
+        row, length = best
+        record = MoveRecord(row["source_tenant"], _split(row["source_path"]), row["dest_tenant"],
+                            _split(row["dest_path"]), row["moved"])
+        return record, path[length:]
+
+    # Transactions ---------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[sa.Connection]:
+        """A write transaction; on SQLite it takes the write lock at once (``BEGIN IMMEDIATE``)."""
+        with self.engine.connect() as conn:
+            if self.is_sqlite:
+                conn = conn.execution_options(tenancy_sqlite_begin="BEGIN IMMEDIATE")
+            with conn.begin():
+                yield conn
+
+    def _locked_row(self, conn: sa.Connection, tenant_id: str) -> dict | None:
+        query = sa.select(tenants_table).where(tenants_table.c.id == tenant_id)
+        if not self.is_sqlite:
+            query = query.with_for_update()
+        row = conn.execute(query).mappings().first()
+        if row is None or row["id"] != tenant_id:
+            return None
+        return dict(row)
+
+
+_PUT_ATTEMPTS = 3
+
+# SQLSTATEs and MySQL error numbers of a transaction that lost a race and may simply run again.
+_RACE_SQLSTATES = {"23505", "40001", "40P01"}
+_RACE_MYSQL_ERRORS = {1062, 1205, 1213}
+
+
+def _lost_a_race(exc: sa.exc.DBAPIError) -> bool:
+    """A duplicate key, a deadlock or a serialization failure: worth one more try."""
+    if isinstance(exc, sa.exc.IntegrityError) and "sqlite" in type(exc.orig).__module__:
+        return True
+    orig = exc.orig
+    if getattr(orig, "pgcode", None) in _RACE_SQLSTATES:
+        return True
+    args: tuple = getattr(orig, "args", ())
+    return bool(args) and args[0] in _RACE_MYSQL_ERRORS
+
+
+# A worker forked from a process whose registries hold pooled connections
+# must not share those connections with its parent.
+_OPEN_REGISTRIES: weakref.WeakSet[TenantRegistry] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for registry in list(_OPEN_REGISTRIES):
+        registry.engine.dispose(close=False)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _tenant(row) -> Tenant:
+    return Tenant(
+        id=row["id"],
+        representation=json.loads(row["representation"]),
+        state=row["state"],
+        revision=row["revision"],
+        created=row["created"],
+        updated=row["updated"],
+        deleted=row["deleted"],
+    )
+
+
+def _registry_engine(url: str | URL) -> sa.Engine:
+    """:func:`tenancy_mw.core.sql.create_engine`: READ COMMITTED on MySQL/MariaDB; on SQLite, transactions begun here.
+
+    pysqlite begins transactions lazily, at the first write, and always as
+    ``BEGIN DEFERRED``; a move must hold the write lock from its first read.
+    So the driver's own transaction handling is turned off and each
+    transaction is begun here, as ``BEGIN`` or, when asked with the
+    ``tenancy_sqlite_begin`` execution option, ``BEGIN IMMEDIATE``
+    (SQLAlchemy's documented recipe for pysqlite).
+    """
+    url = sa.engine.make_url(url)
+    if url.get_backend_name() in ("mysql", "mariadb"):
+        # READ COMMITTED, as on PostgreSQL: row locks on the rows read, and
+        # none of REPEATABLE READ's gap locks, whose overlaps between the
+        # moves table's lookups and inserts make InnoDB deadlocks.
+        return sql.create_engine(url, isolation_level="READ COMMITTED")
+    if url.get_backend_name() != "sqlite":
+        return sql.create_engine(url)
+    engine = sql.create_engine(url, connect_args={"isolation_level": None})
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: sa.Connection) -> None:
+        conn.exec_driver_sql(conn.get_execution_options().get("tenancy_sqlite_begin", "BEGIN"))
+
+    return engine
+
+
+class TenantStateCache:
+    """Tenant states kept in process for *ttl* seconds: the request path's cheap check.
+
+    Each worker process has its own: a tenant deleted through one worker
+    (or another host) is seen as deleted by the others within *ttl*
+    seconds, and a new tenant is seen as existing within *ttl* seconds by a
+    worker that looked it up just before it was made.  Unknown ids are
+    cached too (a flood of made-up ids costs one query per id per *ttl*),
+    and at most *max_entries* ids are kept: the oldest entry goes first.
+    ``ttl = 0`` turns the cache off.
+
+    Example::
+
+        >>> cache = TenantStateCache(lambda tenant_id: "active", ttl=5)
+        >>> cache.state("acme")
+        'active'
+    """
+
+    def __init__(self, load, ttl: float = 5.0, max_entries: int = 10_000) -> None:
+        self._load = load
+        self.ttl = ttl
+        self.max_entries = max_entries
+        # In the order the entries were read, which (one TTL for all) is the
+        # order they expire in: the expired ones, and when full the oldest,
+        # are taken off the front, a constant amount of work per entry.
+        self._entries: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def state(self, tenant_id: str) -> str:
+        """The state of *tenant_id*, from the cache while fresh, else loaded (and kept)."""
+        now = time.monotonic()
+        entry = self._entries.get(tenant_id)
+        if entry is not None and entry[1] > now:
+            return entry[0]
+        state = self._load(tenant_id)
+        # Kept ttl seconds from when the read began: a slow read (a busy
+        # registry) does not make what it read last longer.
+        self.remember(tenant_id, state, read_at=now)
+        return state
+
+    def remember(self, tenant_id: str, state: str, read_at: float | None = None) -> None:
+        """Keep *state* for *tenant_id* for ``ttl`` seconds from *read_at* (default: now)."""
+        if self.ttl <= 0:
+            return
+        with self._lock:
+            entries = self._entries
+            entries.pop(tenant_id, None)
+            now = time.monotonic()
+            while entries:
+                oldest, (_, oldest_expires) = next(iter(entries.items()))
+                if len(entries) < self.max_entries and oldest_expires > now:
+                    break
+                entries.pop(oldest, None)
+            expires = (now if read_at is None else read_at) + self.ttl
+            if expires > now:
+                entries[tenant_id] = (state, expires)
+
+    def forget(self, tenant_id: str) -> None:
+        """Drop what is kept of *tenant_id* (after a change made by this process)."""
+        with self._lock:
+            self._entries.pop(tenant_id, None)
+
+    def clear(self) -> None:
+        """Drop every entry."""
+        with self._lock:
+            self._entries.clear()
+
+
+def purge(url: str | URL, retention: timedelta = DEFAULT_RETENTION, *, dry_run: bool = False) -> PurgeReport:
+    """Purge the registry at *url*: :meth:`TenantRegistry.purge` in one call.
+
+    Example::
+
+        report = purge("postgresql+psycopg2://svc@db/svc", timedelta(days=7))
+        print(report)   # purged 2 tenants deleted before 2026-...: 'a', 'b'; 3 move records
+    """
+    registry = TenantRegistry(url)
+    try:
+        return registry.purge(retention, dry_run=dry_run)
+    finally:
+        registry.close()

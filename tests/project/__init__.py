@@ -1,0 +1,1 @@
+"""Checks of the project itself: packaging, docs, the Makefile, the bench."""

@@ -1,0 +1,77 @@
+"""The Makefile's virtualenv: an absolute VENV, and a VENV of another Python made anew."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from tests.conftest import require
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _make(*args: str, cwd: Path) -> str:
+    result = subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO), *args], capture_output=True, text=True, cwd=cwd, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def _python(version: str) -> str | None:
+    """A Python *version* interpreter that runs: on PATH, or one pyenv installed but has not enabled."""
+    candidates = [shutil.which("python" + version)]
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/%s.*/bin/python%s" % (version, version))))
+    for candidate in filter(None, candidates):
+        if subprocess.run([candidate, "-c", "pass"], capture_output=True, check=False).returncode == 0:
+            return candidate
+    return None
+
+
+def _version(venv: Path) -> str:
+    return subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def test_a_venv_of_another_python_is_made_anew(tmp_path):
+    """`make test PYTHON=python3.12` over a .venv made by another Python must not reuse it."""
+    pythons = [_python("3.11"), _python("3.12")]
+    require(all(pythons), "python3.11 and python3.12")
+    venv = tmp_path / "venv"  # absolute, and make runs from another folder
+    first = _make("venv", "VENV=%s" % venv, "PYTHON=%s" % pythons[0], cwd=tmp_path)
+    assert "making %s" % venv in first
+    assert _version(venv) == "3.11"
+    again = _make("venv", "VENV=%s" % venv, "PYTHON=%s" % pythons[0], cwd=tmp_path)
+    assert "making" not in again
+    switched = _make("venv", "VENV=%s" % venv, "PYTHON=%s" % pythons[1], cwd=tmp_path)
+    assert "making %s" % venv in switched
+    assert _version(venv) == "3.12"
+
+
+def test_install_stamps_carry_the_interpreter():
+    """A stamp of another Python's install never satisfies this one's target."""
+    dry = _make("-n", "lint", "VENV=/nonexistent/venv", cwd=REPO)
+    assert "/nonexistent/venv/bin/.installed-cpython-3" in dry
+    assert "/nonexistent/venv/bin/ruff check" in dry
+
+
+def test_clean_removes_what_the_demo_wrote():
+    dry = _make("-n", "clean", cwd=REPO)
+    assert "examples/state" in dry
+    assert "doc/build" in dry
+    assert "releasenotes/build" in dry
+
+
+def test_python_named_by_version_is_found_where_pyenv_put_it():
+    """`make test PYTHON=python3.12` uses an installed 3.12 even when the name on PATH is a shim that refuses."""
+    require(_python("3.12") is not None, "python3.12")
+    dry = _make("-n", "venv", "VENV=/nonexistent/venv", "PYTHON=python3.12", cwd=REPO)
+    assert "does not run" not in dry.split("||")[0]
+    assert 'test -n "cpython-312"' in dry

@@ -1,0 +1,1 @@
+"""Unit tests, a folder per capability of tenancy_mw, in-process."""

@@ -1,0 +1,1 @@
+"""Unit tests of tenancy_mw.cull."""

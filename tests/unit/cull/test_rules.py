@@ -1,0 +1,185 @@
+"""The admin_cull rule language (tenancy_mw.cull.rules)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tenancy_mw.cull.rules import DEFAULT_RULES, PathView, RuleError, parse_rule, parse_rules
+from tenancy_mw.tenants.ids import DEFAULT_VERSION_PATTERN
+
+VERSION = re.compile(DEFAULT_VERSION_PATTERN, re.IGNORECASE)
+
+
+def culls(rule_text, method, path):
+    segments = tuple(s for s in path.split("/") if s)
+    return parse_rule(rule_text).matches(segments, {method}, VERSION)
+
+
+@pytest.mark.parametrize(
+    ("rule", "method", "path", "expected"),
+    [
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1/acme", True),
+        ("PUT,DELETE /{version}/{tenant}", "delete".upper(), "/V2.1/acme", True),
+        ("PUT,DELETE /{version}/{tenant}", "GET", "/v2.1/acme", False),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1/acme/servers", False),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/compute/v2.1/acme", True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1", False),
+        ("* /**/action/move/**", "GET", "/v2.1/acme/action/move", True),
+        ("* /**/action/move/**", "OPTIONS", "/v2.1/acme/servers/7/action/move", True),
+        ("* /**/action/move/**", "POST", "/v2.1/acme/servers/7/Action;x/MOVE.json", True),
+        ("* /**/action/move/**", "POST", "/v2.1/acme/servers/7/action", False),
+        ("* /**/action/move/**", "POST", "/v2.1/acme/servers/7/actions/move", False),
+        ("* /{version}/{tenant}/action/**", "POST", "/v2.1/acme/action", True),
+        ("* /{version}/{tenant}/action/**", "POST", "/v2.1/acme/action/restore/now", True),
+        ("* /{version}/{tenant}/action/**", "POST", "/v2.1/acme/servers/7/action", False),
+        # Resource patterns: tried at the root, after the version and after the tenant.
+        ("PUT,DELETE /os-services/*", "DELETE", "/v2.1/acme/os-services/7", True),
+        ("PUT,DELETE /os-services/*", "DELETE", "/v2.1/os-services/7", True),
+        ("PUT,DELETE /os-services/*", "DELETE", "/os-services/7", True),
+        ("PUT,DELETE /os-services/*", "DELETE", "/v2.1/acme/os-services", False),
+        ("PUT,DELETE /os-services/*", "DELETE", "/v2.1/acme/os-services/7/x", False),
+        ("PUT,DELETE /os-services/*", "GET", "/v2.1/acme/os-services/7", False),
+        ("* /os-hypervisors/**", "GET", "/v2.1/acme/os-hypervisors", True),
+        ("* /os-hypervisors/**", "GET", "/v2.1/acme/os-hypervisors/1/servers", True),
+        ("* /os-hypervisors/**", "GET", "/v2.1/acme/servers/os-hypervisors", True),
+        ("* /os-hypervisors/**", "GET", "/v2.1/acme/os-hypervisor", False),
+        ("GET /a/*/c", "GET", "/v1/t/a/b/c", True),
+        ("GET /a/*/c", "GET", "/v1/t/a/c", False),
+        # Patterns of fixed length (after a leading "**") are matched at the
+        # path's end only on a path of one reading: still leniently.
+        ("PUT,DELETE /os-services/*", "DELETE", "/v2.1/acme/OS-Services.json/7", True),
+        ("PUT,DELETE /os-services/*", "DELETE", "/v2.1/acme/os-services.json/7/x", False),
+        ("GET /a/*/c", "GET", "/v1/t/A/b/C.xml", True),
+        ("GET /a/*/c", "GET", "/v1/t/a/b/c/d", False),
+        ("PUT,DELETE /**/{version}/{tenant}", "DELETE", "/api/V2/acme", True),
+        ("PUT,DELETE /**/{version}/{tenant}", "DELETE", "/acme", False),
+        ("PUT,DELETE /**/{version}/{tenant}", "DELETE", "/v2/acme/servers", False),
+    ],
+)
+def test_rule_matching(rule, method, path, expected):
+    assert culls(rule, method, path) is expected
+
+
+@pytest.mark.parametrize(
+    ("rule", "method", "path", "prefix", "expected"),
+    [
+        # Operator rules are tried at any segment: mounts and forwarded prefixes hide nothing.
+        ("PUT,DELETE /os-services/**", "DELETE", "/compute/os-services/3", 1, True),
+        ("PUT,DELETE /os-services/**", "DELETE", "/x/os-services/3", 0, True),
+        ("PUT,DELETE /os-services/**", "DELETE", "/acme/os-services/3", 0, True),
+        # {version} is tried in the mount point, in the run of version-like segments right
+        # after it, and in the run starting at the first version-like segment: every plausible
+        # split into mount point, version and tenant (a urlmap mounting /v1 in front of an app
+        # routing /{version}/{tenant} routes /v1/v2.1/acme as tenant acme).
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/v2.1/acme", 1, True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/v2.1/acme;x", 1, True),
+        ("* /{version}/{tenant}/action/**", "POST", "/v1/v2.1/acme/action/restore", 1, True),
+        ("* /{version}/{tenant}/action/**", "POST", "/v1/v2.1/acme/action/restore", 0, True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/v2.1/acme", 0, True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/compute/v1/v2.1/acme", 0, True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/v2/v3/acme", 0, True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1/x/v2.1/acme", 0, False),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/compute/v2.1/acme", 0, True),
+        ("PUT,DELETE /{version}/{tenant}", "PUT", "/v1/AUTH_acme/v2/photo.jpg", 0, False),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1.0/acme/widgets/v2/9", 0, False),
+        # Fail closed: a tenant named like a version may be a version under a /v2.1 mount.
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1/v3/servers", 0, True),
+        ("PUT,DELETE /{version}/{tenant}", "DELETE", "/v2.1/v3/servers/7", 0, False),
+        ("GET /{version}/{tenant}", "GET", "/v2.1/acme/servers/v2/detail", 0, False),
+    ],
+)
+def test_where_patterns_are_tried(rule, method, path, prefix, expected):
+    segments = tuple(s for s in path.split("/") if s)
+    assert parse_rule(rule).matches(segments, {method}, VERSION, prefix) is expected
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v2.1/acme/;/action/restore",
+        "/v2.1/;/acme/action/restore",
+        "/v2.1/acme/servers/7/action/;/move",
+        "/v2.1/acme/ /action/restore",
+        "/v2.1/acme/\xa0/action/restore",
+        "/v2.1/acme/act\u0131on/restore",
+        "/v2.1/acme/\uff41ction/restore",
+        "/v2.1/acme/act\u0130on/restore",
+        "/v2.1/acme/acti\u00f3n/restore",
+        "/v2.1\xa0/acme/action/restore",
+    ],
+)
+def test_lenient_readings(path):
+    segments = tuple(s for s in path.split("/") if s)
+    rules = parse_rules(DEFAULT_RULES)
+    assert any(r.matches(segments, {"POST"}, VERSION) for r in rules), path
+
+
+def test_backslash_is_also_read_as_a_separator():
+    assert culls("* /**/action/move/**", "POST", "/v2.1/acme/servers\\7\\action\\move")
+    # ... while a backslash tenant id is still one segment for /{version}/{tenant}.
+    assert culls("PUT,DELETE /{version}/{tenant}", "DELETE", "/v1.0/resel1\\sub2\\acct3")
+
+
+def test_path_view_prepares_once_for_many_rules():
+    rules = parse_rules(DEFAULT_RULES)
+    view = PathView(("v2.1", "acme", "servers", "7", "action", "move"), VERSION)
+    assert [r.source for r in rules if r.matches_view(view, {"POST"})] == [
+        "* /**/action/move/**",
+        "* /{version}/**/action/*/**",
+    ]
+    public = PathView(("v2.1", "acme", "servers", "7", "action"), VERSION)
+    assert [r.source for r in rules if r.matches_view(public, {"POST"})] == []
+
+
+def test_parse_rules_skips_comments_and_blank_lines():
+    rules = parse_rules(["# operators' rules\n\nPUT,DELETE /os-services/*\n  * /os-hypervisors/**  \n"])
+    assert [r.source for r in rules] == ["PUT,DELETE /os-services/*", "* /os-hypervisors/**"]
+    assert rules[0].methods == frozenset({"PUT", "DELETE"})
+    assert rules[1].methods is None
+
+
+@pytest.mark.parametrize(
+    ("text", "fault"),
+    [
+        ("/os-services", "expected 'METHODS /pattern'"),
+        ("GET", "expected 'METHODS /pattern'"),
+        ("GET /a /b", "expected 'METHODS /pattern'"),
+        ("GET os-services", "must start with '/'"),
+        ("G@T /x", "is not an HTTP method"),
+        ("GET,,PUT /x", "is not an HTTP method"),
+        ("GET /", "names no segment"),
+        ("GET /a/{project}", "is not a pattern token"),
+        ("GET /a*b", "is not a pattern token"),
+    ],
+)
+def test_bad_rules_are_refused_naming_the_rule(text, fault):
+    with pytest.raises(RuleError) as caught:
+        parse_rule(text)
+    assert fault in str(caught.value)
+    assert repr(text) in str(caught.value)
+
+
+def test_repeated_double_star_collapses():
+    assert parse_rule("* /**/**/move").tokens == parse_rule("* /**/move").tokens
+
+
+_SEGMENTS = ["v1", "v2.1", "V3", "acme", "action", "Action.json", "move", "restore", "os-services", "x", "\u2211"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_SEGMENTS), max_size=7), st.integers(0, 2))
+def test_the_one_reading_shortcut_agrees_with_the_general_matcher(segments, prefix):
+    # On a path of one reading, a rule of fixed length is tried at one place
+    # only; the general matcher, which walks every reading and every start,
+    # must come to the same answer for every rule.
+    rules = parse_rules(list(DEFAULT_RULES) + ["PUT,DELETE /os-services/*", "GET /a/*/c", "* /x/{version}/*"])
+    shortcut = PathView(tuple(segments), VERSION, prefix)
+    general = PathView(tuple(segments), VERSION, prefix)
+    assert shortcut.plain
+    general.plain = False  # take the general matcher's road on the same reading
+    for rule in rules:
+        assert rule.matches_path(shortcut) is rule.matches_path(general), (rule.source, segments, prefix)

@@ -1,0 +1,419 @@
+"""The tag store on SQLite, PostgreSQL and MariaDB: CRUD, exact comparison, the limit under concurrency, batches."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from tenancy_mw import migrations
+from tenancy_mw.core import sql
+from tenancy_mw.tags.model import GROUPED_ANY_SMALL, GROUPED_MIN_CANDIDATES, InvalidTag, TagStatistics, parse_tag_query
+from tenancy_mw.tags.store import TagLimitExceeded, TagStore
+
+
+@pytest.fixture(scope="module")
+def migrated_url(module_sql_url):
+    """A database per backend for the module, with the ``tags`` component applied by its migration."""
+    migrations.upgrade(module_sql_url, ["tags"])
+    yield module_sql_url
+    migrations.downgrade(module_sql_url, "tags")
+
+
+@pytest.fixture
+def store(migrated_url):
+    tag_store = TagStore(migrated_url, max_tags=5)
+    with tag_store.engine.begin() as conn:
+        conn.execute(tag_store.tags.delete())
+        conn.execute(tag_store.locks.delete())
+    yield tag_store
+    tag_store.engine.dispose()
+
+
+def test_add_check_remove(store):
+    assert store.add_tag("r1", "red") is True
+    assert store.add_tag("r1", "red") is False
+    assert store.has_tag("r1", "red")
+    assert not store.has_tag("r2", "red")
+    assert store.tags_of("r1") == ["red"]
+    assert store.remove_tag("r1", "red") is True
+    assert store.remove_tag("r1", "red") is False
+    assert store.tags_of("r1") == []
+
+
+def test_tags_compare_exactly_on_every_backend(store):
+    # nova's MySQL table took 'Foo' for 'foo' and silently stored nothing.
+    for tag in ("foo", "Foo", "FOO", "foo "):
+        assert store.add_tag("r1", tag) is True, tag
+    assert store.tags_of("r1") == ["FOO", "Foo", "foo", "foo "]
+    assert not store.has_tag("r1", "fOo")
+    assert store.remove_tag("r1", "Foo") is True
+    assert store.tags_of("r1") == ["FOO", "foo", "foo "]
+
+
+def test_resource_ids_compare_exactly(store):
+    store.add_tag("abc", "x")
+    assert store.tags_of("ABC") == []
+    assert store.tags_of("abc ") == []
+
+
+def test_unicode_tags_of_sixty_bytes(store):
+    tag = "é" * 30
+    assert store.add_tag("r1", tag) is True
+    assert store.tags_of("r1") == [tag]
+    with pytest.raises(InvalidTag):
+        store.add_tag("r1", "é" * 31)
+
+
+def test_the_limit_counts_after_already_there(store):
+    store.replace_tags("r1", ["a", "b", "c", "d", "e"])
+    # Re-adding a tag of a full resource is "already there", not "too many".
+    assert store.add_tag("r1", "c") is False
+    with pytest.raises(TagLimitExceeded) as caught:
+        store.add_tag("r1", "f")
+    assert "at most 5" in caught.value.detail
+    assert store.tags_of("r1") == ["a", "b", "c", "d", "e"]
+
+
+def test_replace_keeps_what_stays_and_changes_nothing_when_refused(store):
+    store.replace_tags("r1", ["a", "b"])
+    assert store.replace_tags("r1", ["b", "c"]) == ["b", "c"]
+    with pytest.raises(TagLimitExceeded):
+        store.replace_tags("r1", list("abcdef"))
+    with pytest.raises(ValueError, match="duplicate"):
+        store.replace_tags("r1", ["x", "x"])
+    with pytest.raises(InvalidTag):
+        store.replace_tags("r1", ["x", "a/b"])
+    assert store.tags_of("r1") == ["b", "c"]
+    assert store.replace_tags("r1", []) == []
+    assert store.tags_of("r1") == []
+
+
+def test_remove_all_and_forget(store):
+    store.replace_tags("r1", ["a", "b"])
+    store.replace_tags("r2", ["a"])
+    assert store.remove_all("r1") == 2
+    store.forget("r2")
+    assert store.tags_of_many(["r1", "r2"]) == {"r1": [], "r2": []}
+    with store.engine.connect() as conn:
+        assert (
+            conn.execute(
+                sa.select(sa.func.count()).select_from(store.locks).where(store.locks.c.resource_id == "r2")
+            ).scalar()
+            == 0
+        )
+
+
+def test_batch_is_one_query_for_a_page(store):
+    for number in range(30):
+        store.replace_tags("r%02d" % number, ["t%d" % (number % 3), "all"])
+    statements = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        statements.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        found = store.tags_of_many(["r%02d" % n for n in range(30)] + ["none"])
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
+    assert len(statements) == 1
+    assert found["r04"] == ["all", "t1"]
+    assert found["none"] == []
+    assert len(found) == 31
+
+
+class _Statements:
+    """The statements an engine sends while the block runs."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.sent: list[str] = []
+
+    def _seen(self, conn, cursor, statement, parameters, context, executemany):
+        self.sent.append(statement)
+
+    def __enter__(self):
+        sa.event.listen(self.engine, "before_cursor_execute", self._seen)
+        return self.sent
+
+    def __exit__(self, *exc_info):
+        sa.event.remove(self.engine, "before_cursor_execute", self._seen)
+
+
+def _servers(store, ids):
+    """A table of server ids beside the store's tag table; returns its id column."""
+    table = sa.Table("servers_for_tag_store", sa.MetaData(), sa.Column("id", sql.ExactString(40), primary_key=True))
+    table.drop(store.engine, checkfirst=True)
+    table.create(store.engine)
+    with store.engine.begin() as conn:
+        conn.execute(table.insert(), [{"id": server_id} for server_id in ids])
+    return table
+
+
+def _analysed(store):
+    """Let PostgreSQL gather the tag table's statistics (autovacuum would, later)."""
+    if store.engine.dialect.name == "postgresql":
+        with store.engine.connect() as conn:
+            conn.execute(sa.text("ANALYZE %s" % store.tags.name))
+            conn.commit()
+
+
+def test_where_reads_statistics_only_for_a_large_collection_and_then_reuses_them(store):
+    store.replace_tags("s1", ["red", "web"])
+    store.replace_tags("s2", ["blue"])
+    store.replace_tags("s3", ["web"])
+    _analysed(store)
+    servers = _servers(store, ["s1", "s2", "s3", "s4"])
+    try:
+        query = parse_tag_query("tags=web&tags-any=red,blue")
+        page = sa.select(servers.c.id).order_by(servers.c.id)
+        found, statistics_reads = [], []
+        for candidates in (None, GROUPED_MIN_CANDIDATES, GROUPED_MIN_CANDIDATES):
+            with _Statements(store.engine) as sent:
+                condition = store.where(query, servers.c.id, candidates)
+            statistics_reads.append(sum("pg_stats" in text for text in sent))
+            with store.engine.connect() as conn:
+                found.append(conn.execute(page.where(condition)).scalars().all())
+        assert found == [["s1"]] * 3
+        # A tenant's own list (no candidates) reads nothing; a page over a
+        # large collection reads PostgreSQL's statistics once, then reuses
+        # them; elsewhere nothing is ever read.
+        if store.engine.dialect.name == "postgresql":
+            assert statistics_reads == [0, 1, 0]
+            assert store.tag_statistics().counts(["web", "red"]) == {"web": 2, "red": 1}
+        else:
+            assert statistics_reads == [0, 0, 0]
+            assert store.tag_statistics() is None
+    finally:
+        servers.drop(store.engine)
+
+
+def test_where_on_the_callers_connection_takes_no_second_one_from_the_pool(migrated_url):
+    """A service holding its one pooled connection can still build the condition on it."""
+    engine = sql.create_engine(migrated_url, pool_size=1, max_overflow=0, pool_timeout=2)
+    tag_store = TagStore(engine)
+    try:
+        tag_store.replace_tags("s1", ["red"])
+        _analysed(tag_store)
+        servers = sa.table("servers", sa.column("id"))
+        with engine.connect() as held:
+            condition = tag_store.where(
+                parse_tag_query("tags-any=red,blue"), servers.c.id, GROUPED_MIN_CANDIDATES, connection=held
+            )
+        assert condition is not None
+    finally:
+        engine.dispose()
+
+
+def test_statistics_are_reused_for_statistics_ttl_seconds(migrated_url):
+    if not migrated_url.startswith("postgresql"):
+        # Nothing to reuse elsewhere: no statistics are ever read.
+        elsewhere = TagStore(migrated_url)
+        with _Statements(elsewhere.engine) as sent:
+            assert elsewhere.tag_statistics() is None
+        elsewhere.close()
+        assert sent == []
+        return
+    kept = TagStore(migrated_url, statistics_ttl=300)
+    fresh = TagStore(migrated_url, statistics_ttl=0)
+    try:
+        with kept.engine.begin() as conn:
+            conn.execute(kept.tags.delete())
+        for number in range(10):
+            kept.add_tag("s%d" % number, "red")
+        _analysed(kept)
+        assert kept.tag_statistics().counts(["red"]) == {"red": 10} == fresh.tag_statistics().counts(["red"])
+        for number in range(10, 30):
+            kept.add_tag("s%d" % number, "red")
+        _analysed(kept)
+        # The kept estimate is stale until it expires; estimates shape SQL only.
+        assert kept.tag_statistics().counts(["red"]) == {"red": 10}
+        assert fresh.tag_statistics().counts(["red"]) == {"red": 30}
+        with _Statements(kept.engine) as sent:
+            kept.tag_statistics()
+        assert sent == []
+    finally:
+        kept.close()
+        fresh.close()
+
+
+def _form(store, query_string, statistics):
+    """The form of tags-any the store takes on PostgreSQL over a large collection, given these statistics."""
+    from sqlalchemy.dialects import postgresql
+
+    store._statistics = (statistics, float("inf"))  # as if just read from pg_stats
+    servers = sa.table("servers", sa.column("id"))
+    condition = store.where(parse_tag_query(query_string), servers.c.id, GROUPED_MIN_CANDIDATES)
+    return "grouped" if "GROUP BY" in str(condition.compile(dialect=postgresql.dialect())) else "semi-join"
+
+
+def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
+    if not migrated_url.startswith("postgresql"):
+        return  # only PostgreSQL's SQL depends on them (test_only_postgresql_sql_depends_on_the_counts)
+    tag_store = TagStore(migrated_url)
+    try:
+        common = {"big": 500_000, "mid": 60_000, "least": 7_000}
+        fresh = TagStatistics(common, other=1_000, changed=0)
+        # Two tags outside the common ones: each as many rows as the least common (7,000): small.
+        assert _form(tag_store, "tags-any=x,y", fresh) == "grouped"
+        # Five of them: 35,000 rows, over GROUPED_ANY_SMALL alone.
+        assert _form(tag_store, "tags-any=v,w,x,y,z", fresh) == "semi-join"
+        # A required tag outside the common ones is rare: it drives the semi-join.
+        assert _form(tag_store, "tags=rare&tags-any=x,y", fresh) == "semi-join"
+        assert _form(tag_store, "tags=mid&tags-any=x,y", fresh) == "grouped"
+        # Statistics older than GROUPED_ANY_SMALL changed rows are not used at all.
+        stale = fresh._replace(changed=GROUPED_ANY_SMALL + 1)
+        assert _form(tag_store, "tags-any=x,y", stale) == "semi-join"
+        assert _form(tag_store, "tags=mid&tags-any=x,y", stale) == "semi-join"
+    finally:
+        tag_store.close()
+
+
+def test_reading_statistics_leaves_the_callers_connection_as_it_was(migrated_url):
+    tag_store = TagStore(migrated_url, statistics_ttl=0)
+    servers = sa.table("servers", sa.column("id"))
+    query = parse_tag_query("tags-any=red,blue")
+    try:
+        _analysed(tag_store)
+        with tag_store.engine.connect() as conn:
+            # Outside a transaction: none is left open, so the caller can begin its own.
+            tag_store.where(query, servers.c.id, GROUPED_MIN_CANDIDATES, connection=conn)
+            assert not conn.in_transaction()
+            with conn.begin():
+                conn.execute(tag_store.tags.insert().values(resource_id="kept-by-caller", tag="kept"))
+                # Inside the caller's transaction: it goes on, and commits what it did.
+                tag_store.where(query, servers.c.id, GROUPED_MIN_CANDIDATES, connection=conn)
+                assert conn.in_transaction()
+        assert tag_store.tags_of("kept-by-caller") == ["kept"]
+        with pytest.raises(TypeError, match="session.connection"):
+            tag_store.where(query, servers.c.id, GROUPED_MIN_CANDIDATES, connection=object())
+    finally:
+        tag_store.close()
+
+
+def test_a_failed_statistics_read_falls_back_to_the_semi_join(migrated_url, caplog):
+    if not migrated_url.startswith("postgresql"):
+        return  # nothing is read elsewhere
+    tag_store = TagStore(migrated_url, statistics_ttl=0)
+    servers = sa.table("servers", sa.column("id"))
+    try:
+        with tag_store.engine.connect() as conn, conn.begin():
+            # The caller's transaction has failed: the read cannot run in it.
+            with pytest.raises(sa.exc.DBAPIError):
+                conn.execute(sa.text("SELECT 1/0"))
+            condition = tag_store.where(
+                parse_tag_query("tags-any=red,blue"), servers.c.id, GROUPED_MIN_CANDIDATES, connection=conn
+            )
+            conn.rollback()
+        assert "EXISTS" in str(condition.compile(tag_store.engine))
+        assert "Could not read PostgreSQL's statistics" in caplog.text
+    finally:
+        tag_store.close()
+
+
+@pytest.mark.parametrize("ttl", [-1, float("nan")])
+def test_statistics_ttl_must_be_a_number_of_seconds(ttl):
+    with pytest.raises(ValueError, match="statistics_ttl"):
+        TagStore("sqlite://", statistics_ttl=ttl)
+
+
+def _add_after(store, barrier, outcomes, resource_id, tag):
+    barrier.wait()
+    try:
+        outcomes.append(store.add_tag(resource_id, tag))
+    except TagLimitExceeded:
+        outcomes.append("full")
+
+
+@pytest.mark.parametrize("start", [0, 3], ids=["first-write", "lock-row-exists"])
+def test_concurrent_adds_near_the_limit_never_pass_it(store, start):
+    """Eight clients add eight different tags to one resource at once; only the free places are taken."""
+    for round_number in range(3):
+        resource_id = "race-%d-%d" % (start, round_number)
+        if start:
+            store.replace_tags(resource_id, ["old%d" % n for n in range(start)])
+        barrier = threading.Barrier(8)
+        outcomes = []
+        threads = [
+            threading.Thread(target=_add_after, args=(store, barrier, outcomes, resource_id, "new%d" % n))
+            for n in range(8)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(map(str, outcomes)) == ["True"] * (5 - start) + ["full"] * (3 + start)
+        assert len(store.tags_of(resource_id)) == 5
+
+
+def test_store_of_an_engine_and_its_own_tables():
+    metadata = sa.MetaData()
+    from tenancy_mw.tags.model import define_tables
+
+    tables = define_tables(metadata)
+    engine = sql.create_engine("sqlite://")
+    metadata.create_all(engine)
+    store = TagStore(engine, tables=tables)
+    store.add_tag("x", "y")
+    assert store.tags_of("x") == ["y"]
+    with pytest.raises(ValueError, match="max_tags"):
+        TagStore(engine, max_tags=0)
+    store.close()  # the service's engine: left open
+    assert store.tags_of("x") == ["y"]
+    engine.dispose()
+    with pytest.raises(ValueError, match="resource id"):
+        store.add_tag("", "y")
+
+
+@pytest.mark.parametrize("removal", ["remove_all", "remove_tag"])
+def test_removals_wait_for_a_writer_of_the_same_resource(store, removal):
+    """A removal waits for a replace of the same resource in flight, so the two never interleave.
+
+    Without the lock, ``DELETE .../tags`` racing ``PUT .../tags ["a", "c"]``
+    on a resource tagged a, b could end with only ``c`` (the replace kept
+    ``a`` as already there while the removal deleted it): neither order of
+    the two requests gives that set.
+    """
+    store.replace_tags("held", ["a", "b"])
+    locks = store.locks
+    finished = threading.Event()
+    outcome = []
+
+    def remove():
+        outcome.append(store.remove_all("held") if removal == "remove_all" else store.remove_tag("held", "a"))
+        finished.set()
+
+    # Another writer holds the resource's lock row, as replace_tags does mid-flight.
+    with store.engine.connect() as holder:
+        with holder.begin():
+            holder.execute(locks.update().where(locks.c.resource_id == "held").values(resource_id="held"))
+            thread = threading.Thread(target=remove)
+            thread.start()
+            assert not finished.wait(0.5), "the removal ran while another writer held the resource"
+            holder.execute(store.tags.insert().values(resource_id="held", tag="c"))
+        thread.join(10)
+    assert finished.is_set()
+    # The removal ran after the writer: it saw (and removed) the writer's tag c.
+    expected = ([3], []) if removal == "remove_all" else ([True], ["b", "c"])
+    assert (outcome, store.tags_of("held")) == expected
+
+
+def test_a_string_is_not_taken_for_a_list_of_tags_or_ids(store):
+    """``replace_tags("r", "abc")`` would tag r with a, b and c; ``tags_of_many("abc")`` read three ids."""
+    with pytest.raises(TypeError, match="not a string"):
+        store.replace_tags("str-1", "abc")
+    with pytest.raises(TypeError, match="not a string"):
+        store.tags_of_many("abc")
+    assert store.tags_of("str-1") == []
+
+
+@pytest.mark.parametrize("bad", ["1000000", -5, 2.5], ids=["text", "negative", "float"])
+def test_where_refuses_candidates_that_are_not_a_number_of_rows(bad):
+    tag_store = TagStore("sqlite://", create_tables=True)
+    try:
+        with pytest.raises(ValueError, match="candidates"):
+            tag_store.where(parse_tag_query("tags-any=a,b"), sa.table("servers", sa.column("id")).c.id, bad)
+    finally:
+        tag_store.close()
