@@ -52,7 +52,8 @@ import sqlalchemy as sa
 
 from tenancy_mw import migrations
 from tenancy_mw.core import sql
-from tenancy_mw.tags.model import TAGS, TagQuery, parse_tag_query
+from tenancy_mw.tags.model import TagQuery, parse_tag_query
+from tenancy_mw.tags.sql import TAGS
 from tenancy_mw.tags.store import TagStore
 
 DATABASE = "tenancy_bench_tags"
@@ -409,7 +410,7 @@ def _time_pages(conn, engine, pages: dict, repeats: int, what: str) -> tuple[dic
 def sweep(repeats: int, log) -> list[str]:
     """PostgreSQL: both forms of ``tags-any`` over a range of sizes, alone and beside a required tag.
 
-    The data the thresholds of :data:`tenancy_mw.tags.model.GROUPED_ANY_MAX` were
+    The data the thresholds of :data:`tenancy_mw.tags.sql.GROUPED_ANY_MAX` were
     set from: for each query the median of the grouped ``IN`` (counts of 0
     force it), of the semi-join (no counts), of the straightforward
     formulation, and which form ``TagStore.where`` picks over the whole

@@ -34,7 +34,7 @@ from sqlalchemy.engine import URL
 
 from tenancy_mw.core import sql
 from tenancy_mw.core.paths import shorten
-from tenancy_mw.tags.model import define_tables
+from tenancy_mw.tags.sql import define_tables
 from tenancy_mw.tenants.ids import MAX_TENANT_ID_LENGTH, validate_tenant_id
 
 __all__ = [
@@ -137,7 +137,7 @@ class ServerStore:
             sa.Column("deleted", sa.DateTime(), nullable=False),
             **sql.table_options(),
         )
-        #: The tag tables (:mod:`tenancy_mw.tags.model`), in the servers' database so
+        #: The tag tables (:mod:`tenancy_mw.tags.sql`), in the servers' database so
         #: a list is filtered by tag in the same SQL query.
         self.tag_tables = define_tables(self.metadata)
         self._create_tables()

@@ -1,22 +1,31 @@
 """Simple string tags.
 
-The tag model and query parser, their SQL, the tag store, the tag API and
-the ``tag_query`` filter.
+The tag model and query parser (:mod:`tenancy_mw.tags.model`, no
+SQLAlchemy), their SQL (:mod:`tenancy_mw.tags.sql`), the tag store, the tag
+API and the ``tag_query`` filter.
 
 Until 0.2.0 ``tenancy_mw.tags`` was the tag model's module; its names,
 taken from this package, still work for one release with a
-:class:`DeprecationWarning` naming :mod:`tenancy_mw.tags.model`.
+:class:`DeprecationWarning` naming the module that holds them now,
+:mod:`tenancy_mw.tags.model` or :mod:`tenancy_mw.tags.sql`.
 """
 
 
 def __getattr__(name: str):
-    """An old name of the tag model's module, from :mod:`tenancy_mw.tags.model`, with a warning."""
+    """An old name of the tag model's module, from where it is now, with a warning."""
     import importlib
 
     from tenancy_mw._moved import warn_moved
 
     model = importlib.import_module("tenancy_mw.tags.model")
-    if name.startswith("__") or not hasattr(model, name):
+    if name.startswith("__"):
         raise AttributeError("module 'tenancy_mw.tags' has no attribute %r" % name)
-    warn_moved("tenancy_mw.tags.%s" % name, "tenancy_mw.tags.model.%s" % name)
-    return getattr(model, name)
+    # Checked first: model finds these too, but with a warning of its own.
+    if name in model.MOVED_TO_SQL:
+        new = importlib.import_module("tenancy_mw.tags.sql")
+    elif name in vars(model):
+        new = model
+    else:
+        raise AttributeError("module 'tenancy_mw.tags' has no attribute %r" % name)
+    warn_moved("tenancy_mw.tags.%s" % name, "%s.%s" % (new.__name__, name))
+    return getattr(new, name)

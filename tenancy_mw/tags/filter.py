@@ -9,9 +9,10 @@ default), the filter parses the four tag parameters of the query string
   ``str``, what each parameter held;
 - ``matches(tags)``: whether a resource with these tags passes, for a
   service that filters in Python;
-- ``where(resource_id_column, tag_table)``: the SQLAlchemy condition for
-  the service's own query (``EXISTS`` / ``NOT EXISTS``, never a join, so a
-  ``LIMIT`` counts resources), and ``apply(select, resource_id_column)``.
+- ``where(resource_id_column, tag_table)`` (with the ``sql`` extra): the
+  SQLAlchemy condition for the service's own query (``EXISTS`` / ``NOT
+  EXISTS``, never a join, so a ``LIMIT`` counts resources), and
+  ``apply(select, resource_id_column)``.
 
 With no tag parameter the object is still there, and matches everything.
 On other methods the key is removed (nothing was parsed).

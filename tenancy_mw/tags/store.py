@@ -4,7 +4,7 @@ Pure SQLAlchemy (no WSGI): :mod:`tenancy_mw.tags.api` serves it over HTTP,
 and a service calls it directly for its own views (``tags`` in a list of
 servers: :meth:`TagStore.tags_of_many`, one query per page, no N+1).
 
-The tables are those of :func:`tenancy_mw.tags.model.define_tables`, made by
+The tables are those of :func:`tenancy_mw.tags.sql.define_tables`, made by
 ``tenancy-mw-manage db upgrade --component tags`` (or a service's own
 ``create_all`` on tables defined on its ``MetaData``).  Resource ids are
 strings of 1 to 255 characters; the store does not know which collection a
@@ -55,18 +55,16 @@ from sqlalchemy.engine import URL
 
 from tenancy_mw.core import sql
 from tenancy_mw.core.paths import shorten
-from tenancy_mw.tags.model import (
+from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, TagQuery, validate_tag
+from tenancy_mw.tags.sql import (
     GROUPED_ANY_SMALL,
     GROUPED_MIN_CANDIDATES,
-    MAX_RESOURCE_ID_LENGTH,
     TAG_LOCKS,
     TAGS,
-    TagQuery,
     TagStatistics,
     TagTables,
     _check_candidates,
     tag_statistics,
-    validate_tag,
 )
 
 __all__ = ["DEFAULT_MAX_TAGS", "DEFAULT_STATISTICS_TTL", "TagLimitExceeded", "TagStore"]
@@ -138,7 +136,7 @@ class TagStore:
     :param engine: a SQLAlchemy engine or URL (made with
         :func:`tenancy_mw.core.sql.create_engine`); the service's own engine when
         it filters its own queries by tag (same database).
-    :param tables: the tag tables (default: those of :mod:`tenancy_mw.tags.model`).
+    :param tables: the tag tables (default: those of :mod:`tenancy_mw.tags.sql`).
     :param max_tags: the most tags one resource may have.
     :param create_tables: create missing tables (tests, demos; a service
         runs ``tenancy-mw-manage db upgrade``).
@@ -233,7 +231,7 @@ class TagStore:
         whole query leaves before this condition, its filters and paging
         marker included (see there; ``None``, the default, whenever it is
         not known).  Given at least
-        :data:`~tenancy_mw.tags.model.GROUPED_MIN_CANDIDATES` on PostgreSQL, the
+        :data:`~tenancy_mw.tags.sql.GROUPED_MIN_CANDIDATES` on PostgreSQL, the
         counts are PostgreSQL's own statistics (:meth:`tag_statistics`),
         read once per ``statistics_ttl`` seconds on *connection* (the
         caller's, so no second connection is taken from the pool) or on one
@@ -241,7 +239,7 @@ class TagStore:
         the most common ones counts as many rows as the least common of
         them, a required tag outside them as rare (which keeps the
         semi-join), and none counts at all when more than
-        :data:`~tenancy_mw.tags.model.GROUPED_ANY_SMALL` rows changed since
+        :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
         PostgreSQL gathered them.  A tenant's own list passes no
         *candidates*, and nothing is read.
 
@@ -262,16 +260,21 @@ class TagStore:
         """
         _check_candidates(candidates)
         _check_connection(connection)
-        if candidates is None or candidates < GROUPED_MIN_CANDIDATES or not self._postgresql:
-            return query.where(resource_id, self.tags, candidates=candidates)
+        counts = None
+        if candidates is not None and candidates >= GROUPED_MIN_CANDIDATES and self._postgresql:
+            counts = self._estimated_counts(query, connection)
+        return query.where(resource_id, self.tags, counts, candidates)
+
+    def _estimated_counts(self, query: TagQuery, connection: sa.Connection | None) -> dict[str, int] | None:
+        """The counts :meth:`where` passes on PostgreSQL, from its statistics; ``None`` when they cannot serve."""
         simple = query.simplified()
         if simple is None or len(simple[1]) < 2:
-            return query.where(resource_id, self.tags, candidates=candidates)
+            return None
         statistics = self.tag_statistics(connection)
         # Too many rows changed since PostgreSQL's last ANALYZE: a tag made
         # common since then would still read as rare.
         if statistics is None or statistics.changed > GROUPED_ANY_SMALL:
-            return query.where(resource_id, self.tags, candidates=candidates)
+            return None
         # A tag outside the common ones is on at most as many rows as the
         # least common of them: that bound for a tags-any tag (the grouped
         # form reads them all); for a required tag, rare (it drives the
@@ -280,12 +283,12 @@ class TagStore:
         all_of, any_of = simple[0], simple[1]
         counts = {tag: statistics.common.get(tag, ceiling) for tag in any_of}
         counts.update((tag, statistics.common.get(tag, 0)) for tag in all_of)
-        return query.where(resource_id, self.tags, counts, candidates)
+        return counts
 
     def tag_statistics(self, connection: sa.Connection | None = None) -> TagStatistics | None:
         """PostgreSQL's estimate of how many resources carry each tag, reused for ``statistics_ttl`` seconds.
 
-        :func:`tenancy_mw.tags.model.tag_statistics`: one catalog query, no read
+        :func:`tenancy_mw.tags.sql.tag_statistics`: one catalog query, no read
         of the tag table, on *connection* (a SQLAlchemy ``Connection``; a
         session's is ``session.connection()``) or on one of the store's.
         The caller's connection is left as it was: inside its transaction

@@ -12,7 +12,7 @@ from alembic.runtime.migration import MigrationContext
 
 from tenancy_mw import migrations
 from tenancy_mw.core import sql
-from tenancy_mw.tags.model import TAG_LOCKS, TAGS
+from tenancy_mw.tags.sql import TAG_LOCKS, TAGS
 
 MANAGE = os.path.join(os.path.dirname(sys.executable), "tenancy-mw-manage")
 

@@ -9,7 +9,8 @@ import sqlalchemy as sa
 
 from tenancy_mw import migrations
 from tenancy_mw.core import sql
-from tenancy_mw.tags.model import GROUPED_ANY_SMALL, GROUPED_MIN_CANDIDATES, InvalidTag, TagStatistics, parse_tag_query
+from tenancy_mw.tags.model import InvalidTag, parse_tag_query
+from tenancy_mw.tags.sql import GROUPED_ANY_SMALL, GROUPED_MIN_CANDIDATES, TagStatistics
 from tenancy_mw.tags.store import TagLimitExceeded, TagStore
 
 
@@ -350,7 +351,7 @@ def test_concurrent_adds_near_the_limit_never_pass_it(store, start):
 
 def test_store_of_an_engine_and_its_own_tables():
     metadata = sa.MetaData()
-    from tenancy_mw.tags.model import define_tables
+    from tenancy_mw.tags.sql import define_tables
 
     tables = define_tables(metadata)
     engine = sql.create_engine("sqlite://")

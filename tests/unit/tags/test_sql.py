@@ -1,0 +1,457 @@
+"""The SQL of tag queries on every backend: the tables, the condition, tag counts and statistics."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tenancy_mw.core import sql
+from tenancy_mw.tags import model
+from tenancy_mw.tags import sql as tags_sql
+from tenancy_mw.tags.model import TagQuery, parse_tag_query
+from tenancy_mw.tags.sql import (
+    GROUPED_ANY_BESIDE,
+    GROUPED_ANY_MAX,
+    GROUPED_ANY_REQUIRED_MAX,
+    GROUPED_ANY_SMALL,
+    GROUPED_MIN_CANDIDATES,
+    TAG_COUNT_CAP,
+    TagStatistics,
+    count_tags,
+    define_tables,
+    tag_condition,
+    tag_statistics,
+)
+
+# -- SQL -------------------------------------------------------------------
+
+POOL = ["a", "b", "c", "d", "e", "A", "a "]  # case and trailing space make other tags
+
+_metadata = sa.MetaData()
+RESOURCES = sa.Table("things", _metadata, sa.Column("id", sql.ExactString(40), primary_key=True), **sql.table_options())
+TABLES = define_tables(_metadata)
+
+
+@pytest.fixture(scope="module")
+def tag_engine(module_sql_url):
+    """One engine per backend on a database of the module's own, with the tables made."""
+    engine = sql.create_engine(module_sql_url)
+    _metadata.create_all(engine)
+    yield engine
+    engine.dispose()
+
+
+def fill(engine, resources: dict[str, set[str]]) -> None:
+    with engine.begin() as conn:
+        conn.execute(TABLES.tags.delete())
+        conn.execute(RESOURCES.delete())
+        if resources:
+            conn.execute(RESOURCES.insert(), [{"id": rid} for rid in resources])
+        rows = [{"resource_id": rid, "tag": tag} for rid, tags in resources.items() for tag in tags]
+        if rows:
+            conn.execute(TABLES.tags.insert(), rows)
+
+
+def sql_result(engine, query: TagQuery, limit: int | None = None, counts=None) -> list[str]:
+    statement = sa.select(RESOURCES.c.id).order_by(RESOURCES.c.id)
+    if limit is not None:
+        statement = statement.limit(limit)
+    # With counts, a page said to walk a large collection: the counts then
+    # choose PostgreSQL's form of tags-any (TagQuery.where).
+    candidates = None if counts is None else GROUPED_MIN_CANDIDATES
+    with engine.connect() as conn:
+        return list(conn.execute(query.apply(statement, RESOURCES.c.id, TABLES.tags, counts, candidates)).scalars())
+
+
+# Counts that make every tag rare: on PostgreSQL, tags-any takes its grouped
+# form; None leaves the semi-join.  Both must find the same rows.
+ALL_RARE = dict.fromkeys(POOL, 0)
+
+
+tag_sets = st.frozensets(st.sampled_from(POOL), max_size=5)
+queries = st.builds(
+    TagQuery,
+    tag_sets,
+    tag_sets,
+    tag_sets,
+    tag_sets,
+    st.sampled_from(["guideline", "nova"]),
+)
+resource_sets = st.dictionaries(
+    st.sampled_from(["r%02d" % n for n in range(12)]), st.frozensets(st.sampled_from(POOL), max_size=6), max_size=12
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(resources=resource_sets, query_list=st.lists(queries, min_size=1, max_size=6))
+def test_sql_returns_exactly_what_matches_accepts(tag_engine, resources, query_list):
+    fill(tag_engine, resources)
+    for query in query_list:
+        expected = sorted(rid for rid, tags in resources.items() if query.matches(tags))
+        assert sql_result(tag_engine, query) == expected, query
+        assert sql_result(tag_engine, query, counts=ALL_RARE) == expected, query
+        with tag_engine.connect() as conn:
+            counted = count_tags(conn, query.tags_to_count(), TABLES.tags)
+        assert sql_result(tag_engine, query, counts=counted) == expected, (query, counted)
+
+
+def test_sql_never_duplicates_rows_so_limit_counts_resources(tag_engine):
+    fill(tag_engine, {"r1": {"a", "b", "c"}, "r2": {"a", "b", "c"}, "r3": {"a"}, "r4": {"d"}})
+    query = parse_tag_query("tags-any=a,b,c")
+    assert sql_result(tag_engine, query, limit=2) == ["r1", "r2"]
+    assert sql_result(tag_engine, query) == ["r1", "r2", "r3"]
+    both = parse_tag_query("tags=a,b&tags-any=b,c&not-tags-any=a,d")
+    assert sql_result(tag_engine, both) == ["r1", "r2"]
+
+
+def test_the_grouped_form_of_tags_any_pages_resources_too(tag_engine):
+    fill(tag_engine, {"r1": {"a", "b", "c"}, "r2": {"a", "b", "c"}, "r3": {"a"}, "r4": {"d"}})
+    query = parse_tag_query("tags-any=a,b,c")
+    assert sql_result(tag_engine, query, limit=2, counts=ALL_RARE) == ["r1", "r2"]
+    assert sql_result(tag_engine, query, counts=ALL_RARE) == ["r1", "r2", "r3"]
+    beside = parse_tag_query("tags=a&tags-any=b,d&not-tags=x")
+    assert sql_result(tag_engine, beside, limit=1, counts=ALL_RARE) == ["r1"]
+    assert sql_result(tag_engine, beside, counts=ALL_RARE) == ["r1", "r2"]
+
+
+@pytest.mark.parametrize("counts", [None, ALL_RARE], ids=["semi-join", "grouped"])
+def test_a_null_id_never_passes_tags_any_and_passes_its_negation(tag_engine, counts):
+    """Two-valued like EXISTS: ``NOT (tags-any)`` keeps a row whose id is NULL (``x IN (...)`` alone would not)."""
+    null_id = sa.cast(sa.null(), sql.ExactString(40))
+    condition = parse_tag_query("tags-any=a,b").where(null_id, TABLES.tags, counts, GROUPED_MIN_CANDIDATES)
+    with tag_engine.connect() as conn:
+        assert conn.execute(sa.select(sa.literal(1)).where(condition)).all() == []
+        assert conn.execute(sa.select(sa.literal(1)).where(sa.not_(condition))).all() == [(1,)]
+
+
+def test_count_tags_counts_exactly_up_to_the_cap_in_one_statement(tag_engine):
+    fill(tag_engine, {"r1": {"a", "A", "a "}, "r2": {"a", "b"}, "r3": {"a"}, "r4": {"b"}})
+    statements = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany):
+        statements.append(statement)
+
+    sa.event.listen(tag_engine, "before_cursor_execute", seen)
+    try:
+        with tag_engine.connect() as conn:
+            counted = count_tags(conn, ["a", "A", "a ", "b", "zzz"], TABLES.tags)
+            capped = count_tags(conn, ["a", "b"], TABLES.tags, cap=2)
+            nothing = count_tags(conn, [], TABLES.tags)
+    finally:
+        sa.event.remove(tag_engine, "before_cursor_execute", seen)
+    assert counted == {"a": 3, "A": 1, "a ": 1, "b": 2, "zzz": 0}
+    assert capped == {"a": 2, "b": 2}
+    assert nothing == {}
+    assert len(statements) == 2
+    with pytest.raises(ValueError, match="cap"):
+        count_tags(None, ["a"], TABLES.tags, cap=0)
+
+
+def _pg_sql(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> str:
+    from sqlalchemy.dialects import postgresql
+
+    query = parse_tag_query(query_string)
+    return str(query.where(RESOURCES.c.id, TABLES.tags, counts, candidates).compile(dialect=postgresql.dialect()))
+
+
+def _grouped(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> bool:
+    return "GROUP BY" in _pg_sql(query_string, counts, candidates)
+
+
+def test_postgresql_sorts_tags_any_whole_only_when_the_counts_say_it_is_small():
+    small = GROUPED_ANY_SMALL // 2
+    # Alone: grouped up to GROUPED_ANY_SMALL rows together, a semi-join beyond.
+    assert _grouped("tags-any=x,y", {"x": small, "y": small})
+    assert not _grouped("tags-any=x,y", {"x": small, "y": small + 1})
+    # Beside required tags on at least half as many rows: up to GROUPED_ANY_BESIDE ...
+    beside = GROUPED_ANY_BESIDE // 2
+    assert _grouped("tags=r&tags-any=x,y", {"r": TAG_COUNT_CAP, "x": beside, "y": beside})
+    # ... then up to GROUPED_ANY_MAX when fewer than the rarest required
+    # tag's rows, which are themselves not more than GROUPED_ANY_REQUIRED_MAX.
+    half, required = GROUPED_ANY_MAX // 2, GROUPED_ANY_REQUIRED_MAX
+    assert _grouped("tags=r,s&tags-any=x,y", {"r": required, "s": TAG_COUNT_CAP, "x": half, "y": half})
+    assert not _grouped("tags=r&tags-any=x,y", {"r": GROUPED_ANY_MAX - 1, "x": half, "y": half})
+    assert not _grouped("tags=r&tags-any=x,y", {"r": required + 1, "x": half, "y": half})
+    assert not _grouped("tags=r&tags-any=x,y", {"r": TAG_COUNT_CAP, "x": half, "y": half + 1})
+    # A rare required tag drives the semi-join better whatever the set.
+    assert not _grouped("tags=r&tags-any=x,y", {"r": 770, "x": 10_000, "y": 10_000})
+    assert not _grouped("tags=r,s&tags-any=x,y", {"r": TAG_COUNT_CAP, "s": 999, "x": 1_000, "y": 1_000})
+    # No counts, or a tag without one: common, the semi-join.
+    assert not _grouped("tags-any=x,y", None)
+    assert not _grouped("tags-any=x,y", {"x": 1})
+    # A tags-any met by a required tag is gone before any choice.
+    assert not _grouped("tags=x&tags-any=x,y", {"x": 1, "y": 1})
+
+
+def test_few_candidates_keep_the_semi_join_whatever_the_counts():
+    """A tenant's own list: the semi-join probes its few ids; the grouped form would read the whole tag set."""
+    assert not _grouped("tags-any=x,y", ALL_RARE | {"x": 1, "y": 1}, candidates=None)
+    assert not _grouped("tags-any=x,y", {"x": 1, "y": 1}, candidates=GROUPED_MIN_CANDIDATES - 1)
+    assert _grouped("tags-any=x,y", {"x": 1, "y": 1}, candidates=GROUPED_MIN_CANDIDATES)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "12", None, True], ids=["negative", "float", "text", "none", "bool"])
+def test_a_count_that_is_not_a_number_of_resources_is_refused_by_name(bad):
+    with pytest.raises(ValueError, match=r"counts\['x'\]"):
+        _pg_sql("tags-any=x,y", {"x": bad, "y": 1})
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "1000000", True], ids=["negative", "float", "text", "bool"])
+def test_candidates_that_are_not_a_number_of_rows_are_refused(bad):
+    with pytest.raises(ValueError, match="candidates"):
+        parse_tag_query("tags-any=x,y").where(RESOURCES.c.id, TABLES.tags, None, bad)
+
+
+def test_only_postgresql_sql_depends_on_the_counts():
+    from sqlalchemy.dialects import mysql, sqlite
+
+    query = parse_tag_query("tags=r&tags-any=x,y&not-tags-any=a,b,c")
+    counts = {"r": 9, "x": 1, "y": 1}
+    for dialect in (sqlite.dialect(), mysql.dialect(), mysql.dialect(is_mariadb=True)):
+        with_counts = query.where(RESOURCES.c.id, TABLES.tags, counts, GROUPED_MIN_CANDIDATES)
+        assert str(with_counts.compile(dialect=dialect)) == str(
+            query.where(RESOURCES.c.id, TABLES.tags).compile(dialect=dialect)
+        ), dialect.name
+
+
+def test_tags_to_count_names_what_the_choice_reads():
+    assert parse_tag_query("tags=r&tags-any=x,y&not-tags=z").tags_to_count() == {"r", "x", "y"}
+    assert parse_tag_query("tags=r&not-tags=z").tags_to_count() == frozenset()
+    # One tags-any tag is a required tag; one met by a required tag is gone.
+    assert parse_tag_query("tags-any=x").tags_to_count() == frozenset()
+    assert parse_tag_query("tags=x&tags-any=x,y").tags_to_count() == frozenset()
+    assert parse_tag_query("tags=x&not-tags=x&tags-any=a,b").tags_to_count() == frozenset()
+
+
+# Tags whose text an array literal must quote or escape, read back from pg_stats.
+AWKWARD_TAGS = ['say "hi"', "back\\slash", "{braces}", "NULL", "two words", "é∑", "a;b"]
+
+
+def test_tag_statistics_are_postgresqls_estimates_once_analysed(tag_engine):
+    resources = {"r%02d" % n: ({"common", "a"} if n % 2 else {"common"}) for n in range(40)}
+    for number, tag in enumerate(AWKWARD_TAGS):
+        resources["r%02d" % number] = resources["r%02d" % number] | {tag}
+    fill(tag_engine, resources)
+    with tag_engine.connect() as conn:
+        if tag_engine.dialect.name != "postgresql":
+            assert tag_statistics(conn, TABLES.tags) is None
+            return
+        conn.execute(sa.text("ANALYZE %s" % TABLES.tags.name))
+        conn.commit()
+        statistics = tag_statistics(conn, TABLES.tags)
+    assert isinstance(statistics, TagStatistics)
+    assert statistics.counts(["common", "a"]) == {"common": 40, "a": 20}
+    assert statistics.changed == 0
+    # Each awkward tag is on one resource: among the common values or
+    # estimated as the rest, never misread as another text.
+    assert set(statistics.common) <= {"common", "a", *AWKWARD_TAGS}
+    assert statistics.counts(AWKWARD_TAGS) == dict.fromkeys(AWKWARD_TAGS, 1)
+
+
+def test_tag_statistics_count_the_rows_changed_since_postgresql_gathered_them(tag_engine):
+    """A tag made common since the last ANALYZE still reads as rare: ``changed`` says how stale they are."""
+    if tag_engine.dialect.name != "postgresql":
+        return  # no statistics elsewhere (test_tag_statistics_are_postgresqls_estimates_once_analysed)
+    fill(tag_engine, {"r%02d" % n: {"old"} for n in range(20)})
+    with tag_engine.connect() as conn:
+        conn.execute(sa.text("ANALYZE %s" % TABLES.tags.name))
+        conn.commit()
+        conn.execute(TABLES.tags.insert(), [{"resource_id": "r%02d" % n, "tag": "new"} for n in range(20)])
+        conn.commit()
+        # PostgreSQL publishes a session's counters when it next reports: ask it to, then wait a moment.
+        conn.execute(sa.text("SELECT pg_stat_force_next_flush()"))
+        conn.commit()
+        for _ in range(50):
+            statistics = tag_statistics(conn, TABLES.tags)
+            conn.rollback()
+            if statistics.changed:
+                break
+            time.sleep(0.1)
+    assert statistics.changed >= 20
+    assert statistics.counts(["new"]) == {"new": statistics.other}
+
+
+def test_tag_statistics_are_none_before_postgresql_analyses_the_table(tag_engine):
+    """A table never analysed (and any table elsewhere than PostgreSQL): no estimate, so no counts."""
+    fresh = sa.Table(
+        "tags_never_analysed",
+        sa.MetaData(),
+        sa.Column("resource_id", sql.ExactString(40), primary_key=True),
+        sa.Column("tag", sql.ExactString(60), primary_key=True),
+    )
+    fresh.create(tag_engine)
+    try:
+        with tag_engine.connect() as conn:
+            conn.execute(fresh.insert(), [{"resource_id": "r1", "tag": "a"}])
+            assert tag_statistics(conn, fresh) is None
+    finally:
+        fresh.drop(tag_engine)
+
+
+# Every shape that puts a tags-any (or a not-tags-any of three) in a
+# dialect-specific form, each form on each backend.
+ADAPTED_QUERIES = ["tags-any=a,b", "tags=c&tags-any=a,b", "not-tags-any=a,b,c", "tags=a&not-tags=d&tags-any=b,c"]
+
+
+@pytest.mark.parametrize("counts", [None, ALL_RARE], ids=["semi-join", "grouped"])
+def test_an_adapted_statement_keeps_the_subqueries_correlated(tag_engine, counts):
+    """ClauseAdapter, as the ORM uses it for aliases and unions, reaches inside the per-database forms."""
+    from sqlalchemy.sql.util import ClauseAdapter
+
+    resources = {"r1": {"a"}, "r2": {"b", "c"}, "r3": {"d"}, "r4": set()}
+    fill(tag_engine, resources)
+    alias = RESOURCES.alias("adapted")
+    for query_string in ADAPTED_QUERIES:
+        query = parse_tag_query(query_string)
+        candidates = None if counts is None else GROUPED_MIN_CANDIDATES
+        statement = sa.select(RESOURCES.c.id).where(query.where(RESOURCES.c.id, TABLES.tags, counts, candidates))
+        adapted = ClauseAdapter(alias).traverse(statement.order_by(RESOURCES.c.id))
+        with tag_engine.connect() as conn:
+            found = conn.execute(adapted).scalars().all()
+        assert found == sorted(rid for rid, tags in resources.items() if query.matches(tags)), query_string
+
+
+def test_an_orm_union_filtered_by_tags_any_keeps_one_tenant_to_its_own_rows(tag_engine):
+    """The reviewer's case: a legacy ORM union, then the tag filter; another tenant's tag must not let rows through."""
+    from sqlalchemy.orm import DeclarativeBase, Session
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Server(Base):
+        __tablename__ = "orm_servers_for_tags"
+        id = sa.Column(sql.ExactString(40), primary_key=True)
+        tenant = sa.Column(sa.String(20))
+
+    Base.metadata.create_all(tag_engine)
+    try:
+        fill(tag_engine, {"s1": {"red"}})
+        with Session(tag_engine) as session:
+            session.add_all(
+                [Server(id="s1", tenant="other"), Server(id="s2", tenant="me"), Server(id="s3", tenant="me")]
+            )
+            session.commit()
+            for counts in (None, {"red": 1, "blue": 0}):
+                candidates = None if counts is None else GROUPED_MIN_CANDIDATES
+                condition = parse_tag_query("tags-any=red,blue").where(Server.id, TABLES.tags, counts, candidates)
+                mine = session.query(Server).filter(Server.tenant == "me")
+                found = mine.union(session.query(Server).filter(Server.id == "s2")).filter(condition).all()
+                assert found == [], counts
+    finally:
+        Base.metadata.drop_all(tag_engine)
+
+
+def test_exact_comparison_on_every_backend(tag_engine):
+    fill(tag_engine, {"r1": {"a"}, "r2": {"A"}, "r3": {"a "}})
+    assert sql_result(tag_engine, parse_tag_query("tags=a")) == ["r1"]
+    assert sql_result(tag_engine, parse_tag_query("tags=A")) == ["r2"]
+    assert sql_result(tag_engine, parse_tag_query("tags=a+")) == ["r3"]
+    assert sql_result(tag_engine, parse_tag_query("not-tags=a")) == ["r2", "r3"]
+
+
+def test_the_callers_query_is_not_changed(tag_engine):
+    statement = sa.select(RESOURCES.c.id).where(RESOURCES.c.id != "x").order_by(RESOURCES.c.id)
+    before = str(statement.compile(tag_engine))
+    query = parse_tag_query("tags=a&not-tags=b")
+    filtered = query.apply(statement, RESOURCES.c.id, TABLES.tags)
+    assert filtered is not statement
+    assert str(statement.compile(tag_engine)) == before
+    assert "EXISTS" in str(filtered.compile(tag_engine))
+    assert parse_tag_query("").apply(statement, RESOURCES.c.id, TABLES.tags) is statement
+
+
+def test_a_caller_query_that_joins_the_tag_table_itself(tag_engine):
+    # Every condition is over its own alias: a caller's join of the tag
+    # table cannot capture the subqueries' correlation.
+    fill(tag_engine, {"r1": {"a", "b"}, "r2": {"a"}})
+    tags = TABLES.tags
+    statement = (
+        sa.select(RESOURCES.c.id, tags.c.tag)
+        .join(tags, tags.c.resource_id == RESOURCES.c.id)
+        .where(parse_tag_query("tags=b").where(RESOURCES.c.id, tags))
+        .order_by(RESOURCES.c.id, tags.c.tag)
+    )
+    with tag_engine.connect() as conn:
+        assert conn.execute(statement).all() == [("r1", "a"), ("r1", "b")]
+
+
+# -- the names that moved here from tenancy_mw.tags.model ----------------------
+
+# tenancy_mw.tags.model's __all__ before its SQL moved to tenancy_mw.tags.sql.
+OLD_MODEL_NAMES = [
+    "EMPTY_QUERY",
+    "GROUPED_ANY_BESIDE",
+    "GROUPED_ANY_MAX",
+    "GROUPED_ANY_REQUIRED_MAX",
+    "GROUPED_ANY_SMALL",
+    "GROUPED_MIN_CANDIDATES",
+    "MAX_QUERY_TAGS",
+    "MAX_RESOURCE_ID_LENGTH",
+    "MAX_TAG_BYTES",
+    "PARAMETERS",
+    "SEMANTICS",
+    "TAGS",
+    "TAG_COUNT_CAP",
+    "TAG_LOCKS",
+    "InvalidTag",
+    "InvalidTagQuery",
+    "TagQuery",
+    "TagStatistics",
+    "TagTables",
+    "count_tags",
+    "tag_statistics",
+    "define_tables",
+    "parse_tag_query",
+    "validate_tag",
+]
+MOVED = sorted(set(OLD_MODEL_NAMES) - set(model.__all__))
+
+
+def test_every_old_model_name_is_in_model_or_sql_and_only_one():
+    assert set(OLD_MODEL_NAMES) <= set(model.__all__) | set(tags_sql.__all__)
+    assert not set(model.__all__) & set(tags_sql.__all__)
+    assert set(MOVED) <= model.MOVED_TO_SQL
+    assert all(name in vars(tags_sql) and name not in vars(model) for name in model.MOVED_TO_SQL)
+
+
+@pytest.mark.parametrize("name", MOVED)
+def test_a_name_moved_to_tags_sql_still_comes_from_model_with_a_warning(name):
+    with pytest.warns(
+        DeprecationWarning, match=r"tenancy_mw\.tags\.model\.%s moved to tenancy_mw\.tags\.sql\.%s" % (name, name)
+    ):
+        value = getattr(model, name)
+    assert value is getattr(tags_sql, name)
+
+
+def test_importing_a_moved_name_from_model_warns_naming_tags_sql():
+    with pytest.warns(DeprecationWarning, match=r"tenancy_mw\.tags\.sql\.define_tables"):
+        from tenancy_mw.tags.model import define_tables as old_define_tables
+    assert old_define_tables is define_tables
+
+
+def test_model_has_no_name_it_never_had():
+    with pytest.raises(AttributeError, match="no_such_name"):
+        model.no_such_name  # noqa: B018 - the access is the test
+
+
+@pytest.mark.parametrize("name", [*OLD_MODEL_NAMES, "_has_tag", "_check_candidates", "_query_pairs"])
+def test_the_old_module_finds_each_name_where_it_is_now(name):
+    """``tenancy_mw.tags.<name>`` (the module of 0.1) warns naming the module that holds it now."""
+    import tenancy_mw.tags
+
+    new = tags_sql if name in model.MOVED_TO_SQL else model
+    with pytest.warns(DeprecationWarning, match=r"tenancy_mw\.tags\.%s moved to %s\.%s" % (name, new.__name__, name)):
+        value = getattr(tenancy_mw.tags, name)
+    assert value is vars(new)[name]
+
+
+def test_tag_query_where_is_tag_condition():
+    query = parse_tag_query("tags=a&tags-any=b,c&not-tags=d&not-tags-any=e,f,g")
+    resource_id = RESOURCES.c.id
+    assert str(query.where(resource_id, TABLES.tags)) == str(tag_condition(query, resource_id, TABLES.tags))
+    statement = sa.select(RESOURCES.c.id)
+    assert str(query.apply(statement, resource_id)) == str(statement.where(tag_condition(query, resource_id)))
