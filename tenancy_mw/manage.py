@@ -1,26 +1,27 @@
 """``tenancy-mw-manage``: the library's one maintenance command.
 
-Verbs, as ``tenancy-mw-manage GROUP VERB [options]``:
+Verbs, as ``tenancy-mw-manage GROUP VERB [options]``, one group or more per
+capability, each defined in that capability's ``manage`` module:
 
-``db upgrade --url URL [--component NAME ...] [--sql]``
-    Create or migrate the tables of the library's components (all of them,
-    or those named) with Alembic (:mod:`tenancy_mw.migrations`).  ``--sql``
-    prints the SQL instead of running it.
-``db downgrade --url URL --component NAME [--revision REV]``
-    Take one component back (to ``base`` by default: drop its tables).
-``db current --url URL``
-    The revision each applied component is at.
-``db components``
-    The components that ship migrations.
+``db upgrade|downgrade|current|components``
+    Create and migrate the tables of every capability
+    (:mod:`tenancy_mw.core.manage`).
+``tenants purge|show``
+    The tenant registry (:mod:`tenancy_mw.tenants.manage`).
+``idempotency purge``
+    The idempotency filter's SQL store (:mod:`tenancy_mw.idempotency.manage`).
+``ids backfill``
+    Uuids for the rows of every cell (:mod:`tenancy_mw.cells.manage`).
 ``paste add --service nova|cinder PASTE_FILE`` and ``paste check PASTE_FILE``
     Add the filters to a service's ``api-paste.ini``, and check a paste
     file (:mod:`tenancy_mw.paste_deploy.manage`).
 
-Components add their own groups (``tenants purge``, ``idempotency purge``,
-``ids backfill``, ...): each module named in :data:`VERB_MODULES` has a
+This module holds no verb: it finds them.  Each module named in
+:data:`VERB_MODULES` (``tenancy_mw.<capability>.manage``) has a
 ``register(subparsers)`` function that adds its group to the parser and
 sets ``func`` on each verb, a callable taking the parsed arguments and
-returning the exit status.
+returning the exit status.  A new capability with verbs adds its
+``manage`` module to :data:`VERB_MODULES`.
 
 ``--url`` may be left out when ``$TENANCY_MW_DATABASE_URL`` is set.  The
 command exits 0 on success, 1 when the work failed (a database that cannot
@@ -52,16 +53,27 @@ from collections.abc import Sequence
 
 from tenancy_mw.extras import MissingExtra
 
-__all__ = ["DATABASE_URL_ENV", "VERB_MODULES", "CommandError", "add_url_argument", "build_parser", "main"]
+__all__ = [
+    "DATABASE_URL_ENV",
+    "VERB_MODULES",
+    "CommandError",
+    "add_url_argument",
+    "build_parser",
+    "main",
+    "require_url",
+]
 
 #: Environment variable read when ``--url`` is not given.
 DATABASE_URL_ENV = "TENANCY_MW_DATABASE_URL"
 
-#: Modules that add verb groups to the command (each has ``register(subparsers)``).
+#: The ``manage`` module of each capability that has verbs, in ``--help`` order: each has
+#: ``register(subparsers)``.  A capability's verbs live there and nowhere else
+#: (tests/project/test_house.py checks it).
 VERB_MODULES: tuple[str, ...] = (
-    "tenancy_mw.cells.backfill",
+    "tenancy_mw.core.manage",
     "tenancy_mw.tenants.manage",
     "tenancy_mw.idempotency.manage",
+    "tenancy_mw.cells.manage",
     "tenancy_mw.paste_deploy.manage",
 )
 
@@ -79,7 +91,8 @@ def add_url_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _require_url(args: argparse.Namespace) -> str:
+def require_url(args: argparse.Namespace) -> str:
+    """The ``--url`` of a database verb, checked: given (or from the environment) and a SQLAlchemy URL."""
     from tenancy_mw.core.sql import sa
 
     if not args.url:
@@ -91,63 +104,8 @@ def _require_url(args: argparse.Namespace) -> str:
     return args.url
 
 
-def _db_upgrade(args: argparse.Namespace) -> int:
-    from tenancy_mw import migrations
-
-    url = _require_url(args)
-    done = migrations.upgrade(url, args.component or None, sql_only=args.sql)
-    if not args.sql:
-        print("upgraded: %s" % (", ".join(done) or "(no components)"))
-    return 0
-
-
-def _db_downgrade(args: argparse.Namespace) -> int:
-    from tenancy_mw import migrations
-
-    migrations.downgrade(_require_url(args), args.component, args.revision)
-    print("downgraded %s to %s" % (args.component, args.revision))
-    return 0
-
-
-def _db_current(args: argparse.Namespace) -> int:
-    from tenancy_mw import migrations
-
-    found = migrations.current(_require_url(args))
-    for name in migrations.components():
-        print("%s: %s" % (name, found.get(name, "(not applied)")))
-    return 0
-
-
-def _db_components(args: argparse.Namespace) -> int:
-    from tenancy_mw import migrations
-
-    for name in migrations.components():
-        print(name)
-    return 0
-
-
-def _register_db(subparsers: argparse._SubParsersAction) -> None:
-    db = subparsers.add_parser("db", help="create and migrate the library's tables")
-    verbs = db.add_subparsers(dest="verb", required=True, metavar="VERB")
-
-    upgrade = verbs.add_parser("upgrade", help="apply migrations (all components, or those named)")
-    add_url_argument(upgrade)
-    upgrade.add_argument("--component", action="append", help="a component to upgrade; repeat for several")
-    upgrade.add_argument("--sql", action="store_true", help="print the SQL instead of running it")
-    upgrade.set_defaults(func=_db_upgrade)
-
-    downgrade = verbs.add_parser("downgrade", help="take one component back")
-    add_url_argument(downgrade)
-    downgrade.add_argument("--component", required=True)
-    downgrade.add_argument("--revision", default="base", help="target revision (default: base, no tables)")
-    downgrade.set_defaults(func=_db_downgrade)
-
-    current = verbs.add_parser("current", help="the revision of each component")
-    add_url_argument(current)
-    current.set_defaults(func=_db_current)
-
-    listing = verbs.add_parser("components", help="the components that ship migrations")
-    listing.set_defaults(func=_db_components)
+#: The name the verb modules used before :func:`require_url` was public; it stays.
+_require_url = require_url
 
 
 def _verb_modules() -> tuple[list, dict[str, MissingExtra]]:
@@ -167,7 +125,6 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tenancy-mw-manage", description="Maintain the tables of tenancy_mw's filters and check their deployment."
     )
     subparsers = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
-    _register_db(subparsers)
     for module in _verb_modules()[0]:
         module.register(subparsers)
     return parser

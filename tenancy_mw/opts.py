@@ -18,27 +18,37 @@ Both return copies of the options.
 
 from __future__ import annotations
 
-from oslo_config import cfg
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from tenancy_mw.cells.filter import IdResolver
-from tenancy_mw.core.base import TenancyMiddleware
-from tenancy_mw.cull.filter import AdminCull
-from tenancy_mw.idempotency.filter import Idempotency
-from tenancy_mw.tags.filter import TagQueryFilter
-from tenancy_mw.tenants.admin_filter import TenantAdmin
-from tenancy_mw.tenants.path_filter import TenantPath
+if TYPE_CHECKING:
+    from oslo_config import cfg
 
-__all__ = ["FILTERS", "list_opts"]
+    from tenancy_mw.core.base import TenancyMiddleware
 
-#: The filter classes, in the order their groups appear in a sample config.
-FILTERS: tuple[type[TenancyMiddleware], ...] = (
-    TenantPath,
-    AdminCull,
-    IdResolver,
-    TenantAdmin,
-    Idempotency,
-    TagQueryFilter,
+__all__ = ["FILTERS", "list_opts"]  # noqa: F822 - FILTERS comes from __getattr__, imported when named
+
+#: The filter classes' names and modules, in the order their groups appear in a sample config.
+_FILTER_CLASSES = (
+    ("tenancy_mw.tenants.path_filter", "TenantPath"),
+    ("tenancy_mw.cull.filter", "AdminCull"),
+    ("tenancy_mw.cells.filter", "IdResolver"),
+    ("tenancy_mw.tenants.admin_filter", "TenantAdmin"),
+    ("tenancy_mw.idempotency.filter", "Idempotency"),
+    ("tenancy_mw.tags.filter", "TagQueryFilter"),
 )
+
+
+def _filters() -> tuple[type[TenancyMiddleware], ...]:
+    # Imported when asked for, so importing this module needs no filter's dependencies.
+    return tuple(getattr(importlib.import_module(module), name) for module, name in _FILTER_CLASSES)
+
+
+def __getattr__(name: str) -> Any:
+    """:data:`FILTERS`, the filter classes in sample order, imported when first named."""
+    if name == "FILTERS":
+        return _filters()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
@@ -49,4 +59,4 @@ def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
         >>> [group for group, _ in list_opts()]
         ['tenant_path', 'admin_cull', 'id_resolver', 'tenant_admin', 'idempotency', 'tag_query']
     """
-    return [pair for cls in FILTERS for pair in cls.list_opts()]
+    return [pair for cls in _filters() for pair in cls.list_opts()]

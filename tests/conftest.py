@@ -47,6 +47,7 @@ SLOW_MODULES = (
     "tests/project/test_bench.py",
     "tests/project/test_bench_tags.py",
     "tests/project/test_makefile.py",
+    "tests/project/test_no_extras.py",
     "tests/project/test_sdist.py",
 )
 SERVER_BACKENDS = {"postgresql", "mariadb"}

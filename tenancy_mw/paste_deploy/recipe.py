@@ -407,14 +407,31 @@ def add_filters(
         ...
         tenancy_mw.paste_deploy.recipe.SettingError: unknown service: 'glance' (known: nova, cinder)
     """
+    recipe = _recipe_for(service, endpoint)
+    sections = _apply_settings(recipe, endpoint, settings or {})
+    graph = PasteGraph(text, source)
+    _refuse_unfit_file(graph, sections, source)
+    lines = PasteLines(text)
+    noauth = _insert_into_pipelines(graph, recipe, list(sections), lines, source)
+    lines.append(_render(recipe, endpoint, sections, noauth))
+    result = lines.text()
+    _check_every_route(result, recipe, set(sections), source)
+    return result
+
+
+def _recipe_for(service: str, endpoint: str) -> ServiceRecipe:
+    """The recipe of *service*; :class:`SettingError` for an unknown service or endpoint."""
     recipe = RECIPES.get(service)
     if recipe is None or endpoint not in ("public", "admin"):
         raise SettingError(
             "unknown %s: %r (known: %s)"
             % (("endpoint", endpoint, "public, admin") if recipe else ("service", service, ", ".join(RECIPES)))
         )
-    sections = _apply_settings(recipe, endpoint, settings or {})
-    graph = PasteGraph(text, source)
+    return recipe
+
+
+def _refuse_unfit_file(graph: PasteGraph, sections: Mapping[str, Mapping[str, str]], source: str) -> None:
+    """Refuse a file that has the filters already, or a ``use`` loop paste cannot load."""
     ours = set(sections) | {variant for variant, _ in _NOAUTH.values()}
     present = [s.header for s in graph.sections.values() if tenancy_kind(s.target) or s.name in ours]
     if present:
@@ -425,8 +442,13 @@ def add_filters(
     if graph.use_loops:
         loop = graph.use_loops[0]
         raise RecipeError("%s: %s: %s: paste cannot load that section" % (source, loop.where, loop.message))
+
+
+def _insert_into_pipelines(
+    graph: PasteGraph, recipe: ServiceRecipe, kinds: list[str], lines: PasteLines, source: str
+) -> set[str]:
+    """Insert the filters *kinds* into every API pipeline of *lines*; return the filters used without auth."""
     routes, _ = graph.routes("all")
-    lines = PasteLines(text)
     noauth: set[str] = set()
     edited = 0
     for header, key, words in _api_pipelines(graph, recipe):
@@ -434,21 +456,19 @@ def add_filters(
             index, after, without_auth = _insertion(graph, recipe, routes, header, key, words)
         except RecipeError as exc:
             raise RecipeError("%s: %s" % (source, exc)) from None
-        names = list(sections)
+        names = kinds
         if without_auth:
-            noauth.update(n for n in names if n in _NOAUTH)
-            names = [_NOAUTH[n][0] if n in _NOAUTH else n for n in names]
+            # Behind no auth filter, the variants of _NOAUTH take the place of the filters that need a token.
+            noauth.update(n for n in kinds if n in _NOAUTH)
+            names = [_NOAUTH[n][0] if n in _NOAUTH else n for n in kinds]
         lines.insert_words(header, key, index, names, after=after)
         edited += 1
     if not edited:
         raise RecipeError(
             "%s has no pipeline that ends in %s's API app (paste.app_factory = %s)"
-            % (source, service, " or ".join(sorted(recipe.api_apps)))
+            % (source, recipe.service, " or ".join(sorted(recipe.api_apps)))
         )
-    lines.append(_render(recipe, endpoint, sections, noauth))
-    result = lines.text()
-    _check_every_route(result, recipe, set(sections), source)
-    return result
+    return noauth
 
 
 def _check_every_route(text: str, recipe: ServiceRecipe, kinds: set[str], source: str) -> None:

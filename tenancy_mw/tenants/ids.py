@@ -637,21 +637,7 @@ def tenant_layout_opts() -> list:
             "segment of the mount point (SCRIPT_NAME) when it matches, else the first segment after the mount; the "
             "tenant, when the path carries one, is the segment after it.",
         ),
-        cfg.StrOpt(
-            "tenant_in_path",
-            default="optional",
-            choices=[
-                (
-                    "optional",
-                    "/{version}/{tenant}/... and /{version}/{collection}/..., as nova and cinder route: the segment "
-                    "after the version is the tenant unless it is one of tenantless_collections",
-                ),
-                ("always", "/{version}/{tenant}/... only (the tenants spec's layout)"),
-                ("never", "no path carries the tenant (tenant_path's token_tenant takes the token's project)"),
-            ],
-            help="Where the service's URLs carry the tenant. Give every tenancy_mw filter of a pipeline the same "
-            "layout options; a filter after tenant_path follows tenant_path's decision.",
-        ),
+        _tenant_in_path_opt(),
         cfg.ListOpt(
             "tenantless_collections",
             default=list(DEFAULT_TENANTLESS_COLLECTIONS),
@@ -674,3 +660,24 @@ def tenant_layout_opts() -> list:
             "tenant-less collection is answered 404 (tenancy.unknown-path-segment). Unset: any valid tenant id.",
         ),
     ]
+
+
+def _tenant_in_path_opt() -> object:
+    """The ``tenant_in_path`` option of :func:`tenant_layout_opts`: its three layouts."""
+    from oslo_config import cfg
+
+    return cfg.StrOpt(
+        "tenant_in_path",
+        default="optional",
+        choices=[
+            (
+                "optional",
+                "/{version}/{tenant}/... and /{version}/{collection}/..., as nova and cinder route: the segment "
+                "after the version is the tenant unless it is one of tenantless_collections",
+            ),
+            ("always", "/{version}/{tenant}/... only (the tenants spec's layout)"),
+            ("never", "no path carries the tenant (tenant_path's token_tenant takes the token's project)"),
+        ],
+        help="Where the service's URLs carry the tenant. Give every tenancy_mw filter of a pipeline the same "
+        "layout options; a filter after tenant_path follows tenant_path's decision.",
+    )

@@ -55,7 +55,7 @@ def parse_duration(text: str) -> timedelta:
 
 
 def _purge(args: argparse.Namespace) -> int:
-    registry = TenantRegistry(manage._require_url(args))
+    registry = TenantRegistry(manage.require_url(args))
     try:
         report = registry.purge(args.retention, dry_run=args.dry_run)
     finally:
@@ -65,7 +65,7 @@ def _purge(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    registry = TenantRegistry(manage._require_url(args))
+    registry = TenantRegistry(manage.require_url(args))
     try:
         tenant = registry.get(args.tenant_id)
     finally:

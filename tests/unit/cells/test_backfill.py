@@ -157,5 +157,5 @@ def test_command_usage_errors_are_one_line(args, message, capsys, monkeypatch):
 
 
 def test_verb_module_is_registered():
-    assert "tenancy_mw.cells.backfill" in manage.VERB_MODULES
+    assert "tenancy_mw.cells.manage" in manage.VERB_MODULES
     assert manage.build_parser().parse_args(["ids", "backfill", "--cells", "a=sqlite://", "--table", "t"]).table == "t"
