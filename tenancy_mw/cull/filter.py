@@ -484,6 +484,7 @@ def _may_override(environ: dict, method: str) -> bool:
     # webob decodes keys, so an escape may spell _method too.
     if query and ("%" in query or "method" in query.lower()):
         return True
+    # has_form_body(), spelled out: one call less on every request that gets here.
     return reads_form(environ, method) and has_body(environ)
 
 
