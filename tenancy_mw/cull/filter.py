@@ -37,7 +37,8 @@ How it decides
     headers, a ``_method`` query parameter or form field, found in one
     linear pass by :mod:`tenancy_mw.cull.overrides`) are judged as the methods
     they name; a form body is read only then, at most
-    :data:`FORM_BODY_LIMIT` bytes, once per request.  ``method_override =
+    :data:`~tenancy_mw.cull.forms.FORM_BODY_LIMIT` bytes, once per request
+    (:mod:`tenancy_mw.cull.forms`).  ``method_override =
     refuse`` answers ``400`` to overrides instead and never reads a body.
     When ``tenant_path`` strips the tenant segment, before or after this
     filter, the stripped path the app routes on is judged too; when
@@ -86,7 +87,6 @@ From Python::
 
 from __future__ import annotations
 
-import io
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -99,6 +99,7 @@ from tenancy_mw.core.errors import REQUEST_ID_KEY
 from tenancy_mw.core.paths import (
     REJUDGE_KEY,
     REWRITTEN_KEY,
+    CanonicalPath,
     PathRefused,
     canonical_path,
     check_target_length,
@@ -106,10 +107,20 @@ from tenancy_mw.core.paths import (
     routed_path,
     shorten,
 )
+from tenancy_mw.cull.forms import (
+    FORM_BODY_LIMIT,
+    FORM_OVERRIDES_KEY,
+    UnreadableBody,
+    form_overrides,
+    has_body,
+    has_form_body,
+    reads_form,
+)
 from tenancy_mw.cull.overrides import (
+    OVERRIDE_HEADERS,
     TooManyCandidates,
     media_type_versions,
-    multipart_method_overrides,
+    override_header_values,
     override_names,
     urlencoded_method_overrides,
 )
@@ -126,18 +137,12 @@ from tenancy_mw.tenants.ids import DEFAULT_VERSION_PATTERN
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
-__all__ = ["FORM_BODY_LIMIT", "OVERRIDE_HEADERS", "AdminCull", "list_opts", "set_defaults"]
+# FORM_BODY_LIMIT, FORM_OVERRIDES_KEY (tenancy_mw.cull.forms) and
+# OVERRIDE_HEADERS (tenancy_mw.cull.overrides) stay importable from here,
+# where they were defined first.
+__all__ = ["FORM_BODY_LIMIT", "FORM_OVERRIDES_KEY", "OVERRIDE_HEADERS", "AdminCull", "list_opts", "set_defaults"]
 
 LOG = logging.getLogger(__name__)
-
-#: environ keys of the method-override headers that are judged (or refused).
-OVERRIDE_HEADERS = ("HTTP_X_HTTP_METHOD_OVERRIDE", "HTTP_X_HTTP_METHOD", "HTTP_X_METHOD_OVERRIDE")
-
-_FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-
-#: The largest form body read to look for a ``_method`` field, in bytes; a
-#: larger one on an admin path is refused (413) rather than passed unjudged.
-FORM_BODY_LIMIT = 1024 * 1024
 
 OPTS = [
     cfg.MultiStrOpt(
@@ -296,26 +301,57 @@ class AdminCull(TenancyMiddleware):
         a tenancy filter, the one the app will route on; and each of those
         as mounted under a version a media type names (``Accept:
         application/json;version=2.1``), as a version-routing urlmap could
-        route it.
+        route it.  The request's method is judged first; then, if the path
+        is admin for another method, each method an override names.
         """
         try:
-            raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
-            if raw is None or len(raw) > self.max_target_length:
-                check_target_length(environ, self.max_target_length)
-            canonical = canonical_path(environ)
-            views = [self._view(canonical)]
-            if environ.get(REWRITTEN_KEY):
-                views.append(self._view(routed_path(environ)))
-            accept = environ.get("HTTP_ACCEPT", "")
-            content_type = environ.get("CONTENT_TYPE", "")
-            if "version" in accept.lower() or "version" in content_type.lower():
-                views += [self._mounted_view(view, version) for version in media_type_versions(
-                    accept, content_type) for view in list(views)]
+            canonical, views = self._views(environ)
+            method = environ.get("REQUEST_METHOD", "GET").upper()
+            if self.refuse_overrides:
+                self._refuse_named_overrides(environ)
+            folded = views[0].folded if len(views) == 1 else "\n".join(view.folded for view in views)
+            # The rules for the method, tried here rather than in a helper:
+            # this is every request's path, and a call costs as much as a
+            # rule skipped by its literal.
+            table = self._rules_by_method.get(method)
+            unconditional, groups = table if table is not None else self._rules_for(_judged_as(method))
+            rules = unconditional
+            for literal, group in groups:
+                if literal in folded:  # one substring test skips a whole group
+                    rules = rules + group
+            for rule in rules:
+                for view in views:
+                    if rule.matches_path(view):
+                        return self._cull_unless_admin(environ, method, canonical, rule)
+            # Most requests carry nothing that could name another method (no
+            # override header, no query or form that could spell _method):
+            # they stop here, before any rule for another method is tried.
+            if not _may_override(environ, method):
+                return None
+            return self._judge_overrides(environ, method, canonical, views, folded)
         except PathRefused as exc:
             LOG.info("admin_cull refused path %r: %s", shorten(str(exc.value), 300), exc.detail)
             return self._answer(environ, exc.status, "tenancy.bad-path." + exc.rule, exc.detail)
-        except TooManyCandidates as exc:
-            return self._answer(environ, 400, "tenancy.too-many-versions", str(exc))
+        except (_Refused, UnreadableBody) as exc:
+            return self._answer(environ, exc.status, exc.code, exc.detail)
+
+    def _views(self, environ: dict) -> tuple[CanonicalPath, list[PathView]]:
+        """The canonical path and every view of it to judge; raises PathRefused or _Refused."""
+        raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+        if raw is None or len(raw) > self.max_target_length:
+            check_target_length(environ, self.max_target_length)
+        canonical = canonical_path(environ)
+        views = [self._view(canonical)]
+        if environ.get(REWRITTEN_KEY):
+            views.append(self._view(routed_path(environ)))
+        accept = environ.get("HTTP_ACCEPT", "")
+        content_type = environ.get("CONTENT_TYPE", "")
+        if "version" in accept.lower() or "version" in content_type.lower():
+            try:
+                versions = media_type_versions(accept, content_type)
+            except TooManyCandidates as exc:
+                raise _Refused(400, "tenancy.too-many-versions", str(exc)) from None
+            views += [self._mounted_view(view, version) for version in versions for view in list(views)]
         for view in views:
             depth = len(view.segments) + (view.folded.count("\\") if "\\" in view.folded else 0)
             if depth > self.max_segments:
@@ -323,34 +359,27 @@ class AdminCull(TenancyMiddleware):
                     depth,
                     self.max_segments,
                 )
-                return self._answer(environ, 400, "tenancy.path-too-deep", detail)
-        method = environ.get("REQUEST_METHOD", "GET").upper()
-        if self.refuse_overrides:
-            try:
-                named = _header_overrides(environ) | _query_overrides(environ)
-            except TooManyCandidates as exc:
-                return self._answer(environ, 400, "tenancy.method-override-refused", str(exc))
-            if named:
-                return self._refuse_overrides(environ, named)
-        judged = _JUDGED.get(method) or _judged_as(method)
-        folded = views[0].folded if len(views) == 1 else "\n".join(view.folded for view in views)
-        table = self._rules_by_method.get(method)
-        unconditional, groups = table if table is not None else self._rules_for(judged)
-        rules = unconditional
-        for literal, group in groups:
-            if literal in folded:
-                rules = rules + group
-        for rule in rules:
-            for view in views:
-                if rule.matches_path(view):
-                    return self._cull_unless_admin(environ, method, canonical, rule)
-        # The request may name another method: judge the path against the
-        # rules for other methods, then what the overrides name.  Most
-        # requests carry nothing that could name one (no override header,
-        # no query or form that could spell _method): they stop here,
-        # before any rule for another method is tried.
-        if not _may_override(environ, method):
-            return None
+                raise _Refused(400, "tenancy.path-too-deep", detail)
+        return canonical, views
+
+    def _refuse_named_overrides(self, environ: dict) -> None:
+        """``method_override = refuse``: raise _Refused when a header or the query names a method."""
+        try:
+            named = _header_and_query_overrides(environ)
+        except TooManyCandidates as exc:
+            raise _Refused(400, "tenancy.method-override-refused", str(exc)) from None
+        if named:
+            raise _Refused(
+                400,
+                "tenancy.method-override-refused",
+                "Method overrides are not accepted here (got %s)." % ", ".join(sorted(map(repr, named))),
+            )
+
+    def _judge_overrides(
+        self, environ: dict, method: str, canonical, views: list[PathView], folded: str
+    ) -> Callable | None:
+        """Judge the methods the request's overrides name, on a path admin for another method than *method*."""
+        judged = _judged_as(method)
         others = [
             rule
             for rule in self._unconditional + [r for lit, group in self._literal_groups if lit in folded for r in group]
@@ -359,29 +388,30 @@ class AdminCull(TenancyMiddleware):
         if not others:
             return None
         if self.refuse_overrides:
-            # Header and query overrides were refused above.  A body a
+            # Header and query overrides were refused already.  A body a
             # framework would read a form from is not read in this mode: on
             # a path that is admin for another method it is refused unread.
-            if _has_form_body(environ, method):
-                return self._answer(
-                    environ,
+            if has_form_body(environ, method):
+                raise _Refused(
                     400,
                     "tenancy.method-override-refused",
                     "A form body is not accepted on this path: it could carry a _method override, and method"
                     " overrides are not accepted here.",
                 )
             return None
-        try:
-            overrides = _header_overrides(environ) | _query_overrides(environ) | _form_overrides(environ, method)
-        except TooManyCandidates as exc:
-            return self._answer(environ, 400, "tenancy.unreadable-form", str(exc))
-        except _UnreadableBody as exc:
-            return self._answer(environ, exc.status, exc.code, exc.detail)
-        for override in overrides:
+        for override in self._named_overrides(environ, method):
             for rule in others:
                 if rule.applies_to(_judged_as(override)):
                     return self._cull_unless_admin(environ, "%s (as %s)" % (method, override), canonical, rule)
         return None
+
+    @staticmethod
+    def _named_overrides(environ: dict, method: str) -> set[str]:
+        """Every method the override headers, the query and a form body name; the body read last."""
+        try:
+            return _header_and_query_overrides(environ) | form_overrides(environ, method)
+        except TooManyCandidates as exc:
+            raise _Refused(400, "tenancy.unreadable-form", str(exc)) from None
 
     def _cull_unless_admin(self, environ: dict, method: str, canonical, rule) -> Callable | None:
         if self.admin_roles and self._is_confirmed_admin(environ):
@@ -407,14 +437,6 @@ class AdminCull(TenancyMiddleware):
             return self.error(environ, start_response, status, code, detail)
 
         return answer
-
-    def _refuse_overrides(self, environ: dict, named: set) -> Callable:
-        return self._answer(
-            environ,
-            400,
-            "tenancy.method-override-refused",
-            "Method overrides are not accepted here (got %s)." % ", ".join(sorted(map(repr, named))),
-        )
 
     def _is_confirmed_admin(self, environ: dict) -> bool:
         if environ.get("HTTP_X_IDENTITY_STATUS") != "Confirmed":
@@ -456,73 +478,19 @@ def _judged_as(method: str) -> frozenset[str]:
 
 def _may_override(environ: dict, method: str) -> bool:
     """A cheap test: could this request carry a method override at all?"""
-    if _override_values(environ):
+    if override_header_values(environ):
         return True
     query = environ.get("QUERY_STRING", "")
     # webob decodes keys, so an escape may spell _method too.
     if query and ("%" in query or "method" in query.lower()):
         return True
-    if _reads_form(environ, method):
-        return _has_body(environ)
-    return False
+    # has_form_body(), spelled out: one call less on every request that gets here.
+    return reads_form(environ, method) and has_body(environ)
 
 
-def _has_body(environ: dict) -> bool:
-    return environ.get("CONTENT_LENGTH", "") not in ("", "0") or bool(environ.get("wsgi.input_terminated"))
-
-
-def _has_form_body(environ: dict, method: str) -> bool:
-    """Whether the request has a body a framework would read a form from."""
-    return _reads_form(environ, method) and _has_body(environ)
-
-
-def _reads_form(environ: dict, method: str) -> bool:
-    """Whether webob would parse this request's body as a form: the same test as ``Request.POST``."""
-    content_type = environ.get("CONTENT_TYPE")
-    if content_type:
-        content_type = content_type.split(";", 1)[0].strip().lower()
-    if content_type:
-        return content_type in _FORM_TYPES
-    return method == "POST"
-
-
-def _header_overrides(environ: dict) -> set[str]:
-    return override_names(_override_values(environ))
-
-
-def _override_values(environ: dict) -> list:
-    """The values of the override headers, in every ``environ`` spelling a framework reads as them.
-
-    A conforming server writes ``HTTP_X_HTTP_METHOD_OVERRIDE`` only, but
-    Django's ``request.headers`` also reads ``HTTP_X-HTTP-METHOD-OVERRIDE``
-    or ``HTTP_x_http_method_override`` as that header (as ``tenant_path``'s
-    ``remove_header`` says for the tenant header).  One pass over the
-    joined key names finds whether any other spelling is there.
-    """
-    try:
-        names: str | None = "\n\n".join(environ).upper()
-    except TypeError:  # a key that is not a string: look at each
-        names = None
-    # Every spelling of an override header holds METHOD once upper-cased:
-    # when no key but REQUEST_METHOD does, there is none (the usual case,
-    # found by one C-speed count).
-    if names is not None and names.count("METHOD") == ("REQUEST_METHOD" in environ):
-        return []
-    values = [environ[key] for key in OVERRIDE_HEADERS if key in environ]
-    odd = names is None
-    if names is not None and names.count("METHOD") > len(values) + ("REQUEST_METHOD" in environ):
-        # "\n\n" between names: two spellings side by side still count twice.
-        spaced = "\n\n%s\n\n" % names.replace("-", "_")
-        odd = any(spaced.count("\n%s\n" % key) > (key in environ) for key in OVERRIDE_HEADERS)
-    if odd:
-        values += [
-            value
-            for name, value in environ.items()
-            if isinstance(name, str)
-            and name not in OVERRIDE_HEADERS
-            and name.upper().replace("-", "_") in OVERRIDE_HEADERS
-        ]
-    return values
+def _header_and_query_overrides(environ: dict) -> set[str]:
+    """The methods the override headers and ``_method`` query parameters name."""
+    return override_names(override_header_values(environ)) | _query_overrides(environ)
 
 
 def _query_overrides(environ: dict) -> set[str]:
@@ -535,104 +503,12 @@ def _query_overrides(environ: dict) -> set[str]:
     return urlencoded_method_overrides(query.encode("latin-1", "replace"), "query string")
 
 
-class _UnreadableBody(ValueError):
-    """A body that could not be read to look for ``_method``: refused, never passed on unjudged."""
+class _Refused(Exception):
+    """A request answered with an error other than a cull: *status*, error *code*, *detail*."""
 
     def __init__(self, status: int, code: str, detail: str) -> None:
         super().__init__(detail)
         self.status, self.code, self.detail = status, code, detail
-
-
-#: environ key caching the ``_method`` fields found in the body, with the
-#: ``wsgi.input`` they were found in: a second judge (after a strip, or a
-#: second admin_cull) reuses them instead of reading the body again.
-FORM_OVERRIDES_KEY = "tenancy.form_overrides"
-
-
-def _form_overrides(environ: dict, method: str) -> set[str]:
-    """``_method`` fields of a form body, for every request webob would read a form from.
-
-    webob parses a form body for a POST with no or a form content type and
-    for any other method with a form content type; so does this.  The body
-    is read once, at most :data:`FORM_BODY_LIMIT` bytes, scanned in one
-    linear pass (:mod:`tenancy_mw.cull.overrides`), and left for the app as a
-    fresh stream; the finding is cached in the environ.
-    """
-    if not _reads_form(environ, method):
-        return set()
-    cached = environ.get(FORM_OVERRIDES_KEY)
-    if cached is not None and cached[0] is environ.get("wsgi.input"):
-        return set(cached[1])
-    content_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
-    length = environ.get("CONTENT_LENGTH", "").strip()
-    try:
-        size = int(length) if length else None
-    except ValueError:
-        raise _UnreadableBody(400, "tenancy.unreadable-form", "Content-Length %r is not a number." % length) from None
-    if size is None and not environ.get("wsgi.input_terminated"):
-        return set()  # WSGI: no Content-Length and no terminated input means no body
-    if size is not None and size > FORM_BODY_LIMIT:
-        raise _UnreadableBody(
-            413,
-            "tenancy.form-too-large",
-            "A form body of %d bytes is too large to check for a _method field here (at most %d)."
-            % (size, FORM_BODY_LIMIT),
-        )
-    try:
-        data = environ["wsgi.input"].read(size if size is not None else FORM_BODY_LIMIT + 1)
-    except Exception as exc:  # noqa: BLE001 - a broken body (bad chunking, early close) is refused
-        raise _UnreadableBody(400, "tenancy.unreadable-form", "The body could not be read: %s" % exc) from None
-    if len(data) > FORM_BODY_LIMIT:
-        raise _UnreadableBody(
-            413, "tenancy.form-too-large", "The form body is too large to check for a _method field here."
-        )
-    if size is not None and len(data) < size:
-        raise _UnreadableBody(
-            400, "tenancy.unreadable-form", "The body ended after %d of %d bytes." % (len(data), size)
-        )
-    body = io.BytesIO(data)
-    environ["wsgi.input"] = body
-    environ["CONTENT_LENGTH"] = str(len(data))
-    try:
-        if content_type == "multipart/form-data":
-            found = multipart_method_overrides(data, _boundary(environ.get("CONTENT_TYPE", "")))
-        else:
-            found = urlencoded_method_overrides(data)
-    except TooManyCandidates as exc:
-        raise _UnreadableBody(400, "tenancy.unreadable-form", str(exc)) from None
-    except ValueError as exc:
-        raise _UnreadableBody(400, "tenancy.unreadable-form", "The form body could not be read: %s" % exc) from None
-    environ[FORM_OVERRIDES_KEY] = (body, frozenset(found))
-    return found
-
-
-# RFC 2046 boundary characters; a boundary outside them (quotes, backslashes)
-# is read differently by different parsers, so it is refused, not guessed.
-_BOUNDARY_CHARS = re.compile(r"[0-9A-Za-z'()+_,./:=? -]{0,69}[0-9A-Za-z'()+_,./:=?-]")
-
-
-def _boundary(content_type: str) -> bytes | None:
-    """The ``boundary`` parameter of a multipart content type, or ``None``; one linear pass.
-
-    Raises :class:`ValueError` when the content type names ``boundary``
-    more than once (parsers differ on which one wins) or its value is not
-    made of RFC 2046 boundary characters.
-    """
-    lowered = content_type.lower()
-    mentions = lowered.count("boundary")
-    if not mentions:
-        return None
-    if mentions > 1:
-        raise ValueError("the Content-Type names a multipart boundary more than once")
-    rest = content_type[lowered.find("boundary") + len("boundary"):].lstrip()
-    if not rest.startswith("="):
-        return None
-    value = rest[1:].split(";", 1)[0].strip()
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        value = value[1:-1]
-    if not _BOUNDARY_CHARS.fullmatch(value):
-        raise ValueError("the multipart boundary %r is not made of RFC 2046 boundary characters" % shorten(value))
-    return value.encode("latin-1")
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:

@@ -1,6 +1,7 @@
 """Finding what else a request could be taken for: method overrides and media-type versions.
 
-Pure helpers of the ``admin_cull`` filter; no WSGI machinery.  Each works
+Pure helpers of the ``admin_cull`` filter; no WSGI machinery (reading a
+form body from a request is :mod:`tenancy_mw.cull.forms`'s job).  Each works
 in one linear pass of C-speed byte operations (``lower``, ``replace``,
 ``translate``, ``count``, ``find``) over its input, plus Python work on at
 most :data:`MAX_CANDIDATES` places, so no body or header a client sends can
@@ -20,6 +21,11 @@ make them expensive: a 1 MiB form body costs about a millisecond.
     part's headers (folded lines, bare CR, a line of white space), so no
     way of writing the headers hides it.  A name spelling ``_method`` with
     percent-escapes (``name*=utf-8''%5Fmethod``) is refused, not guessed.
+
+The override headers (:func:`override_header_values`)
+    ``X-HTTP-Method-Override``, ``X-HTTP-Method`` and ``X-Method-Override``
+    (:data:`OVERRIDE_HEADERS`), in every ``environ`` spelling a framework
+    reads as them; :func:`override_names` reads the methods they name.
 
 Versions named by a media type (:func:`media_type_versions`)
     ``version=`` parameters of ``Accept`` and ``Content-Type``, which a
@@ -44,12 +50,18 @@ import re
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from tenancy_mw.core.paths import shorten
+
 __all__ = [
     "MAX_CANDIDATES",
+    "MAX_ESCAPES",
     "MAX_VERSIONS",
+    "OVERRIDE_HEADERS",
     "TooManyCandidates",
     "media_type_versions",
+    "multipart_boundary",
     "multipart_method_overrides",
+    "override_header_values",
     "override_names",
     "urlencoded_method_overrides",
 ]
@@ -93,8 +105,52 @@ _SPACE_BYTES = b" +\t\r\n\x0b\x0c"
 _SEPARATORS = b"&;"
 
 
+#: environ keys of the method-override headers that are judged (or refused).
+OVERRIDE_HEADERS = ("HTTP_X_HTTP_METHOD_OVERRIDE", "HTTP_X_HTTP_METHOD", "HTTP_X_METHOD_OVERRIDE")
+
+
 class TooManyCandidates(ValueError):
     """More places to check than a request may ask for; the message says what."""
+
+
+def override_header_values(environ: dict) -> list:
+    """The values of the override headers, in every ``environ`` spelling a framework reads as them.
+
+    A conforming server writes ``HTTP_X_HTTP_METHOD_OVERRIDE`` only, but
+    Django's ``request.headers`` also reads ``HTTP_X-HTTP-METHOD-OVERRIDE``
+    or ``HTTP_x_http_method_override`` as that header (as ``tenant_path``'s
+    ``remove_header`` says for the tenant header).  One pass over the
+    joined key names finds whether any other spelling is there.
+
+    Example::
+
+        >>> override_header_values({"REQUEST_METHOD": "POST", "HTTP_x-http-method": "DELETE"})
+        ['DELETE']
+    """
+    try:
+        names: str | None = "\n\n".join(environ).upper()
+    except TypeError:  # a key that is not a string: look at each
+        names = None
+    # Every spelling of an override header holds METHOD once upper-cased:
+    # when no key but REQUEST_METHOD does, there is none (the usual case,
+    # found by one C-speed count).
+    if names is not None and names.count("METHOD") == ("REQUEST_METHOD" in environ):
+        return []
+    values = [environ[key] for key in OVERRIDE_HEADERS if key in environ]
+    odd = names is None
+    if names is not None and names.count("METHOD") > len(values) + ("REQUEST_METHOD" in environ):
+        # "\n\n" between names: two spellings side by side still count twice.
+        spaced = "\n\n%s\n\n" % names.replace("-", "_")
+        odd = any(spaced.count("\n%s\n" % key) > (key in environ) for key in OVERRIDE_HEADERS)
+    if odd:
+        values += [
+            value
+            for name, value in environ.items()
+            if isinstance(name, str)
+            and name not in OVERRIDE_HEADERS
+            and name.upper().replace("-", "_") in OVERRIDE_HEADERS
+        ]
+    return values
 
 
 def override_names(values) -> set[str]:
@@ -235,36 +291,76 @@ def multipart_method_overrides(data: bytes, boundary: bytes | None = None) -> se
         return set()
     delimiter = b"--" + boundary if boundary else None
     values = []
-    # Everything before this offset belongs to a part already looked at:
-    # each byte is scanned a bounded number of times.
-    covered = 0
     blank: Any = None  # the last blank line found (reused while it lies ahead), False once none is left
     start = low.find(KEY)
     while start != -1:
         after = start + len(KEY)
-        # Where the part ends: at the first delimiter line (a parser that
-        # splits at boundaries first, as Django's), or, when the part's
-        # header block runs past that line, at the first delimiter after
-        # the block's blank line (cgi reads header lines up to a blank one
-        # whatever they hold).  Both values are judged.
-        ends = [_part_end(data, after, delimiter)]
-        if blank is not False and (blank is None or blank.start() < after):
-            # Searched again only past the last one found; once none is
-            # left, never again: the body is scanned for blank lines once.
-            blank = _BLANK_LINE.search(data, after) or False
-        if blank and ends[0] != -1 and blank.start() >= ends[0]:
-            ends.append(_part_end(data, blank.end() - 1, delimiter))
-        if -1 in ends:
-            raise ValueError("the part mentioning _method does not end")
-        for end in ends:
-            values.append(_last_line(low, after, end))
-        covered = max(ends)
-        start = low.find(KEY, covered)
+        ends, blank = _part_ends(data, after, delimiter, blank)
+        values += [_last_line(low, after, end) for end in ends]
+        # Everything before the furthest end belongs to a part already
+        # looked at: each byte is scanned a bounded number of times.
+        start = low.find(KEY, max(ends))
     return override_names(values)
+
+
+# RFC 2046 boundary characters; a boundary outside them (quotes, backslashes)
+# is read differently by different parsers, so it is refused, not guessed.
+_BOUNDARY_CHARS = re.compile(r"[0-9A-Za-z'()+_,./:=? -]{0,69}[0-9A-Za-z'()+_,./:=?-]")
+
+
+def multipart_boundary(content_type: str) -> bytes | None:
+    """The ``boundary`` parameter of a multipart content type, or ``None``; one linear pass.
+
+    Raises :class:`ValueError` when the content type names ``boundary``
+    more than once (parsers differ on which one wins) or its value is not
+    made of RFC 2046 boundary characters.
+
+    Example::
+
+        >>> multipart_boundary('multipart/form-data; boundary="zz"')
+        b'zz'
+    """
+    lowered = content_type.lower()
+    mentions = lowered.count("boundary")
+    if not mentions:
+        return None
+    if mentions > 1:
+        raise ValueError("the Content-Type names a multipart boundary more than once")
+    rest = content_type[lowered.find("boundary") + len("boundary") :].lstrip()
+    if not rest.startswith("="):
+        return None
+    value = rest[1:].split(";", 1)[0].strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        value = value[1:-1]
+    if not _BOUNDARY_CHARS.fullmatch(value):
+        raise ValueError("the multipart boundary %r is not made of RFC 2046 boundary characters" % shorten(value))
+    return value.encode("latin-1")
 
 
 # A line holding nothing but white space: where cgi ends a part's headers.
 _BLANK_LINE = re.compile(rb"\n[ \t\r\x0b\x0c]*\n")
+
+
+def _part_ends(data: bytes, after: int, delimiter: bytes | None, blank: Any) -> tuple[list[int], Any]:
+    """Where the part holding the mention ending at *after* ends, as each parser could read it.
+
+    At the first delimiter line (a parser that splits at boundaries first,
+    as Django's), and, when the part's header block runs past that line, at
+    the first delimiter after the block's blank line (cgi reads header lines
+    up to a blank one whatever they hold); both values are judged.  *blank*
+    is the last blank line found (``None`` before the first search,
+    ``False`` once none is left); it is returned for the next mention, so
+    the body is searched for blank lines once.  Raises :class:`ValueError`
+    when the part does not end.
+    """
+    ends = [_part_end(data, after, delimiter)]
+    if blank is not False and (blank is None or blank.start() < after):
+        blank = _BLANK_LINE.search(data, after) or False
+    if blank and ends[0] != -1 and blank.start() >= ends[0]:
+        ends.append(_part_end(data, blank.end() - 1, delimiter))
+    if -1 in ends:
+        raise ValueError("the part mentioning _method does not end")
+    return ends, blank
 
 
 def _last_line(low: bytes, start: int, end: int) -> str:
