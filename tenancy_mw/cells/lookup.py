@@ -67,10 +67,25 @@ import uuid
 import weakref
 from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
-from tenancy_mw.cells.ids import MAX_INTEGER_ID, InvalidId, parse_cells, parse_integer_id, parse_uuid
+from tenancy_mw.cells.ids import (
+    MAX_CELL_TIMEOUT,
+    MAX_INTEGER_ID,
+    InvalidId,
+    parse_cells,
+    parse_integer_id,
+    parse_uuid,
+)
+from tenancy_mw.cells.outcomes import (
+    AmbiguousId,
+    CellsUnavailable,
+    Found,
+    RecordNotFound,
+    Resolved,
+    ResolveError,
+    outcome,
+)
 from tenancy_mw.core import sql  # first: without the sql extra, it names it
 from tenancy_mw.core.sql import sa
 
@@ -85,61 +100,10 @@ __all__ = [
     "RecordNotFound",
     "Resolved",
     "driver_timeouts",
+    "outcome",
 ]
 
 LOG = logging.getLogger(__name__)
-
-
-class ResolveError(Exception):
-    """Base of the outcomes of :meth:`CellLookup.resolve` that are not one record."""
-
-
-class RecordNotFound(ResolveError):
-    """No cell has the record, and every cell answered."""
-
-
-class AmbiguousId(ResolveError):
-    """An integer id found in several cells.
-
-    :ivar cells: the names of the cells that have it.
-    """
-
-    def __init__(self, message: str, cells: list[str]) -> None:
-        super().__init__(message)
-        self.cells = cells
-
-
-class CellsUnavailable(ResolveError):
-    """The answer depends on cells that did not answer in time (or failed).
-
-    :ivar cells: the names of those cells.
-    """
-
-    def __init__(self, message: str, cells: list[str]) -> None:
-        super().__init__(message)
-        self.cells = cells
-
-
-class Resolved(NamedTuple):
-    """A record found in exactly one cell: the cell's name and the row as a dict."""
-
-    cell: str
-    row: dict
-
-
-@dataclass
-class Found:
-    """What the cells said about one id.
-
-    :ivar matches: ``(cell, row)`` for every cell that has the record.
-    :ivar unanswered: the cells that did not answer in time or failed.
-    :ivar complete: False when the lookup stopped at the first match
-        (a uuid) without waiting for the other cells.
-    """
-
-    matches: list[tuple[str, dict]] = field(default_factory=list)
-    unanswered: list[str] = field(default_factory=list)
-    complete: bool = True
 
 
 def driver_timeouts(url: str | sa.URL, timeout: float) -> dict[str, Any]:
@@ -176,11 +140,6 @@ def driver_timeouts(url: str | sa.URL, timeout: float) -> dict[str, Any]:
         return {"timeout": timeout}
     return {}
 
-
-#: The longest ``cell_timeout``, in seconds.  It is handed to the drivers (libpq keepalive idle
-#: time, TCP_USER_TIMEOUT, statement timeouts), which refuse values far beyond it (Linux takes
-#: at most 32767 s of keepalive idle time): a larger one would make every lookup fail.
-MAX_CELL_TIMEOUT = 600.0
 
 #: How many lookups may wait for a cell per connection of its pool, beyond
 #: which a cell that has not answered any lookup for ``cell_timeout`` seconds
@@ -521,24 +480,3 @@ class CellLookup:
         """Stop the cells' threads and close their connections."""
         for cell in self._cells:
             cell.close()
-
-
-def outcome(found: Found, table: str, key: int | str, by_uuid: bool) -> Resolved:
-    """The one record *found* names, or the exception the rules give (see the module doc)."""
-    if by_uuid and found.matches:
-        cell, row = found.matches[0]
-        return Resolved(cell, row)
-    if found.unanswered:
-        raise CellsUnavailable(
-            "%s %r could not be looked up: cell%s %s did not answer"
-            % (table, key, "s" if len(found.unanswered) > 1 else "", ", ".join(found.unanswered)),
-            found.unanswered,
-        )
-    if not found.matches:
-        raise RecordNotFound("%s %r is in no cell" % (table, key))
-    if len(found.matches) > 1:
-        cells = [cell for cell, _ in found.matches]
-        raise AmbiguousId("%s id %r is in several cells: %s" % (table, key, ", ".join(cells)), cells)
-    cell, row = found.matches[0]
-    return Resolved(cell, row)
-

@@ -998,3 +998,21 @@ def test_bad_layout_options_fail_at_load_naming_option_and_value(option, value):
     assert "id_resolver" in message
     assert option in message
     assert repr(value.split(", ")[-1]) in message
+
+
+def test_a_given_lookup_replaces_the_cells_option_and_not_both():
+    from tenancy_mw.cells.outcomes import Found
+
+    class Nowhere:
+        def find_id(self, table, ident, **_how):
+            return Found()
+
+        def close(self):
+            pass
+
+    conf = options({})
+    del conf["cells"]
+    filt = IdResolver(Recorder(), conf, lookup=Nowhere())
+    assert webtest.TestApp(filt).get("/v2.1/os-services/3", status=404).json["errors"][0]["code"] == "tenancy.not-found"
+    with pytest.raises(ConfigError, match="not both"):
+        IdResolver(Recorder(), options({"c1": "sqlite://"}), lookup=Nowhere())
