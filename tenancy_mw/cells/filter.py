@@ -332,19 +332,9 @@ class IdResolver(TenancyMiddleware):
         version = find_version(segments, self.version_re, mount)
         if version < 0:
             return None
-        # The route under each reading (without a tenant segment, with one), before anything else:
-        # most requests follow no route, and need no decision about their tenant.
-        matches = {}
-        routes = self.routes_by_length
-        for start in (version + 1, version + 2):
-            candidates = routes.get(len(segments) - start)
-            if candidates:
-                tail = segments[start:]
-                for resource in candidates:
-                    ident = resource.match(tail)
-                    if ident is not None:
-                        matches[start] = (resource, ident)
-                        break
+        # The route under each reading before anything else: most requests follow no route, and
+        # need no decision about their tenant.
+        matches = self._route_matches(segments, version)
         if not matches:
             return None
         tenant_at = self._tenant_at(environ, canonical, segments, mount)
@@ -359,6 +349,24 @@ class IdResolver(TenancyMiddleware):
                 resource, ident = matches[start]
                 return resource, ident, owner
         return None
+
+    def _route_matches(self, segments: tuple[str, ...], version: int) -> dict[int, tuple[Resource, str]]:
+        """``{start: (resource, id segment)}`` of the routes *segments* follow from *start* on.
+
+        *start* is just after the version (no tenant segment) or one further (a tenant segment).
+        """
+        matches = {}
+        routes = self.routes_by_length
+        for start in (version + 1, version + 2):
+            candidates = routes.get(len(segments) - start)
+            if candidates:
+                tail = segments[start:]
+                for resource in candidates:
+                    ident = resource.match(tail)
+                    if ident is not None:
+                        matches[start] = (resource, ident)
+                        break
+        return matches
 
     def _tenant_at(self, environ: dict, canonical: CanonicalPath, segments: tuple[str, ...], mount: int) -> int:
         """Index in *segments* (empty ones left out; *mount* of them the mount's) of the path's tenant, -1 for none."""

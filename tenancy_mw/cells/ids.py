@@ -343,38 +343,52 @@ def parse_resources(lines: str | Iterable[str]) -> list[Resource]:
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            fields = line.split()
-            if len(fields) < 4:
-                raise SpecError("resource %r: expected %s" % (line, _RESOURCE_FORM))
-            route, table, id_column, uuid_column = fields[:4]
-            segments, id_index = _parse_route(route, line)
-            try:
-                check_names(table, id_column, uuid_column)
-            except SpecError as exc:
-                raise SpecError("resource %r: %s" % (line, exc)) from None
-            extras: dict[str, str] = {}
-            for field in fields[4:]:
-                key, sep, value = field.partition("=")
-                if key not in ("except", "tenant") or not sep or not value or key in extras:
-                    raise SpecError("resource %r: %r is not one of except=WORD,... and tenant=COLUMN; expected %s"
-                                    % (line, field, _RESOURCE_FORM))
-                extras[key] = value
-            except_words = frozenset(word for word in extras.get("except", "").split(",") if word)
-            tenant_column = extras.get("tenant")
-            if tenant_column is not None:
-                try:
-                    check_names(table, tenant_column)
-                except SpecError as exc:
-                    raise SpecError("resource %r: %s" % (line, exc)) from None
-            if segments in seen:
-                raise SpecError("resource %r: route %s is given twice" % (line, route))
-            seen.add(segments)
-            resources.append(
-                Resource(route, segments, id_index, table, id_column, uuid_column, except_words, tenant_column)
-            )
+            resource = _parse_resource(line)
+            if resource.segments in seen:
+                raise SpecError("resource %r: route %s is given twice" % (line, resource.route))
+            seen.add(resource.segments)
+            resources.append(resource)
     if not resources:
         raise SpecError("no resources: give at least one ROUTE TABLE ID_COLUMN UUID_COLUMN line")
     return resources
+
+
+def _parse_resource(line: str) -> Resource:
+    """The resource of one ``ROUTE TABLE ID_COLUMN UUID_COLUMN [except=WORD,...] [tenant=COLUMN]`` line."""
+    fields = line.split()
+    if len(fields) < 4:
+        raise SpecError("resource %r: expected %s" % (line, _RESOURCE_FORM))
+    route, table, id_column, uuid_column = fields[:4]
+    segments, id_index = _parse_route(route, line)
+    _check_resource_names(line, table, id_column, uuid_column)
+    options = _resource_options(fields[4:], line)
+    tenant_column = options.get("tenant")
+    if tenant_column is not None:
+        _check_resource_names(line, table, tenant_column)
+    except_words = frozenset(word for word in options.get("except", "").split(",") if word)
+    return Resource(route, segments, id_index, table, id_column, uuid_column, except_words, tenant_column)
+
+
+def _check_resource_names(line: str, table: str, *columns: str) -> None:
+    """:func:`check_names`, its error naming the resource *line*."""
+    try:
+        check_names(table, *columns)
+    except SpecError as exc:
+        raise SpecError("resource %r: %s" % (line, exc)) from None
+
+
+def _resource_options(fields: list[str], line: str) -> dict[str, str]:
+    """``{"except": ..., "tenant": ...}`` from a resource line's ``except=`` and ``tenant=`` fields."""
+    options: dict[str, str] = {}
+    for field in fields:
+        key, sep, value = field.partition("=")
+        if key not in ("except", "tenant") or not sep or not value or key in options:
+            raise SpecError(
+                "resource %r: %r is not one of except=WORD,... and tenant=COLUMN; expected %s"
+                % (line, field, _RESOURCE_FORM)
+            )
+        options[key] = value
+    return options
 
 
 def parse_version(text: str) -> microversion_parse.Version:
