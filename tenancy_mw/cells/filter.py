@@ -100,6 +100,7 @@ from typing import TYPE_CHECKING, Any
 from oslo_config import cfg
 
 from tenancy_mw.cells.ids import (
+    MAX_CELL_TIMEOUT,
     InvalidId,
     SpecError,
     VersionRefused,
@@ -112,14 +113,7 @@ from tenancy_mw.cells.ids import (
     parse_version,
     requested_version,
 )
-from tenancy_mw.cells.lookup import (
-    MAX_CELL_TIMEOUT,
-    AmbiguousId,
-    CellLookup,
-    CellsUnavailable,
-    RecordNotFound,
-    outcome,
-)
+from tenancy_mw.cells.outcomes import AmbiguousId, CellsUnavailable, Lookup, RecordNotFound, Resolved, outcome
 from tenancy_mw.core.base import TenancyMiddleware
 from tenancy_mw.core.paths import CanonicalPath, PathRefused, canonical_path, shorten
 from tenancy_mw.tenants.ids import TenantLayout, UnknownPathSegment, find_version, tenant_layout_opts
@@ -132,7 +126,9 @@ from tenancy_mw.tenants.path_filter import (
 )
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+    from tenancy_mw.cells.ids import Resource
 
 __all__ = [
     "CELL_KEY",
@@ -235,12 +231,22 @@ class IdResolver(TenancyMiddleware):
     opt_group = "id_resolver"
     opts = OPTS
 
+    def __init__(
+        self, application: WSGIApplication, conf: dict | cfg.ConfigOpts | None = None, *, lookup: Lookup | None = None
+    ) -> None:
+        """Load the filter in front of *application*; *lookup*, if given, replaces the ``cells`` option.
+
+        *lookup* is anything with :class:`~tenancy_mw.cells.lookup.CellLookup`'s ``find_id`` and
+        ``close`` (:class:`~tenancy_mw.cells.outcomes.Lookup`): a service whose records are not
+        in SQL databases, or that builds its lookup itself.  Without it, the ``cells`` option's
+        databases are asked, which needs the ``sql`` extra.
+        """
+        self._given_lookup = lookup
+        super().__init__(application, conf)
+
     def configure(self, options) -> None:
         """Parse every option; a bad one raises ConfigError naming it.  Creates the cells' engines."""
-        try:
-            cells = parse_cells(options.cells)
-        except SpecError as exc:
-            raise self.config_error("cells", "(hidden: it may hold passwords)", str(exc)) from None
+        cells = self._cells(options)
         try:
             self.resources = parse_resources(options.resources)
         except SpecError as exc:
@@ -278,7 +284,28 @@ class IdResolver(TenancyMiddleware):
         for resource in self.resources:
             self.routes_by_length.setdefault(len(resource.segments), []).append(resource)
         self.retry_after = str(max(1, math.ceil(options.cell_timeout)))
-        self.lookup = CellLookup(
+        given = self._given_lookup
+        self.lookup: Lookup = given if given is not None else self._sql_lookup(cells, options)
+
+    def _cells(self, options) -> dict[str, str]:
+        """The ``cells`` option's databases: none when a lookup was given instead."""
+        hidden = "(hidden: it may hold passwords)"
+        if self._given_lookup is not None:
+            if options.cells:
+                raise self.config_error("cells", hidden, "give the cells option or a lookup, not both")
+            return {}
+        try:
+            return parse_cells(options.cells)
+        except SpecError as exc:
+            raise self.config_error("cells", hidden, str(exc)) from None
+
+    @staticmethod
+    def _sql_lookup(cells: dict[str, str], options) -> Lookup:
+        """A :class:`~tenancy_mw.cells.lookup.CellLookup` of *cells*, with one engine per cell."""
+        # Imported here: only a filter that queries databases needs the sql extra (MissingExtra names it).
+        from tenancy_mw.cells.lookup import CellLookup
+
+        return CellLookup(
             cells, cell_timeout=options.cell_timeout, pool_size=options.pool_size, pool_recycle=options.pool_recycle
         )
 
@@ -305,19 +332,9 @@ class IdResolver(TenancyMiddleware):
         version = find_version(segments, self.version_re, mount)
         if version < 0:
             return None
-        # The route under each reading (without a tenant segment, with one), before anything else:
-        # most requests follow no route, and need no decision about their tenant.
-        matches = {}
-        routes = self.routes_by_length
-        for start in (version + 1, version + 2):
-            candidates = routes.get(len(segments) - start)
-            if candidates:
-                tail = segments[start:]
-                for resource in candidates:
-                    ident = resource.match(tail)
-                    if ident is not None:
-                        matches[start] = (resource, ident)
-                        break
+        # The route under each reading before anything else: most requests follow no route, and
+        # need no decision about their tenant.
+        matches = self._route_matches(segments, version)
         if not matches:
             return None
         tenant_at = self._tenant_at(environ, canonical, segments, mount)
@@ -333,6 +350,24 @@ class IdResolver(TenancyMiddleware):
                 return resource, ident, owner
         return None
 
+    def _route_matches(self, segments: tuple[str, ...], version: int) -> dict[int, tuple[Resource, str]]:
+        """``{start: (resource, id segment)}`` of the routes *segments* follow from *start* on.
+
+        *start* is just after the version (no tenant segment) or one further (a tenant segment).
+        """
+        matches = {}
+        routes = self.routes_by_length
+        for start in (version + 1, version + 2):
+            candidates = routes.get(len(segments) - start)
+            if candidates:
+                tail = segments[start:]
+                for resource in candidates:
+                    ident = resource.match(tail)
+                    if ident is not None:
+                        matches[start] = (resource, ident)
+                        break
+        return matches
+
     def _tenant_at(self, environ: dict, canonical: CanonicalPath, segments: tuple[str, ...], mount: int) -> int:
         """Index in *segments* (empty ones left out; *mount* of them the mount's) of the path's tenant, -1 for none."""
         decided = environ.get(TENANT_SEGMENT_KEY)
@@ -347,15 +382,26 @@ class IdResolver(TenancyMiddleware):
             return -1
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        """Hand on a request whose path names a resource with its record's cell, or refuse it."""
         try:
             matched = self.match(environ)
         except PathRefused as exc:
             return self.error(environ, start_response, 400, "tenancy.bad-path." + exc.rule, exc.detail)
-        if matched is None:
+        if matched is None or matched[1] in matched[0].except_words:
             return self.application(environ, start_response)
         resource, ident, owner = matched
-        if ident in resource.except_words:
-            return self.application(environ, start_response)
+        try:
+            by_uuid = self._asks_for_uuids(environ)
+            key = self._key(ident, by_uuid)
+            tenant = self._tenant(resource, owner, ident, by_uuid)
+            resolved = self._resolve(resource, ident, key, by_uuid, tenant)
+        except _Refusal as refusal:
+            return self._error(environ, start_response, *refusal.args)
+        self._hand_on(environ, resource, resolved)
+        return self.application(environ, start_response)
+
+    def _asks_for_uuids(self, environ: WSGIEnvironment) -> bool:
+        """The microversion gate: whether the request's version takes uuids (else integer ids)."""
         try:
             version = requested_version(
                 {key: environ[key] for key in self.header_keys if key in environ},
@@ -366,44 +412,42 @@ class IdResolver(TenancyMiddleware):
             )
         except VersionRefused as exc:
             code = "tenancy.bad-version" if exc.status == 400 else "tenancy.version-not-acceptable"
-            return self._error(environ, start_response, exc.status, code, exc.detail)
-        by_uuid = version is not None and version >= self.switch
-        try:
-            key: int | str
-            if by_uuid:
-                key = parse_uuid(ident)
-            else:
-                if looks_like_uuid(ident):
-                    return self._error(
-                        environ,
-                        start_response,
-                        400,
-                        "tenancy.uuid-needs-microversion",
-                        "Id %r is a uuid; uuids are taken from microversion %s on (ask for it with the "
-                        "%s header), integer ids below it." % (ident, self.switch, _STANDARD_HEADER),
-                    )
-                key = parse_integer_id(ident)
-        except InvalidId as exc:
-            return self._error(environ, start_response, 400, "tenancy.invalid-id." + exc.rule, exc.detail)
-        tenant = None
-        if resource.tenant_column is not None:
-            tenant = owner
-            if tenant is None:
-                # A tenant-owned resource with no tenant, or at a reading of the path that is not its
-                # tenant's (a collection name is never one): nothing of it is visible, never another
-                # reading's tenant's record.
-                return self._error(
-                    environ,
-                    start_response,
-                    404,
-                    "tenancy.not-found",
-                    "No record has %s %r here: a tenant's record is found only under its tenant (its URL, or "
-                    "its token with tenant_path's token_tenant)." % ("uuid" if by_uuid else "id", shorten(ident)),
-                )
-        return self._resolve(environ, start_response, resource, ident, key, by_uuid, tenant)
+            raise _Refusal(exc.status, code, exc.detail) from None
+        return version is not None and version >= self.switch
 
-    def _resolve(self, environ: dict, start_response, resource, ident: str, key: int | str, by_uuid: bool, tenant):
-        """Look *key* up in every cell (in *tenant*'s rows); hand the record on, or answer 404/400/503."""
+    def _key(self, ident: str, by_uuid: bool) -> int | str:
+        """The uuid or integer id *ident* spells, as the gate asks for; else refused with 400."""
+        if not by_uuid and looks_like_uuid(ident):
+            raise _Refusal(
+                400,
+                "tenancy.uuid-needs-microversion",
+                "Id %r is a uuid; uuids are taken from microversion %s on (ask for it with the "
+                "%s header), integer ids below it." % (ident, self.switch, _STANDARD_HEADER),
+            )
+        try:
+            return parse_uuid(ident) if by_uuid else parse_integer_id(ident)
+        except InvalidId as exc:
+            raise _Refusal(400, "tenancy.invalid-id." + exc.rule, exc.detail) from None
+
+    @staticmethod
+    def _tenant(resource: Resource, owner: str | None, ident: str, by_uuid: bool) -> str | None:
+        """The tenant whose rows a tenant-owned *resource* is looked up in (``None``: not tenant-owned)."""
+        if resource.tenant_column is None:
+            return None
+        if owner is None:
+            # A tenant-owned resource with no tenant, or at a reading of the path that is not its
+            # tenant's (a collection name is never one): nothing of it is visible, never another
+            # reading's tenant's record.
+            raise _Refusal(
+                404,
+                "tenancy.not-found",
+                "No record has %s %r here: a tenant's record is found only under its tenant (its URL, or "
+                "its token with tenant_path's token_tenant)." % ("uuid" if by_uuid else "id", shorten(ident)),
+            )
+        return owner
+
+    def _resolve(self, resource: Resource, ident: str, key: int | str, by_uuid: bool, tenant: str | None) -> Resolved:
+        """The one cell and row of *key*, asked of every cell (in *tenant*'s rows); else refused: 404/400/503."""
         found = self.lookup.find_id(
             resource.table,
             key,
@@ -414,47 +458,55 @@ class IdResolver(TenancyMiddleware):
             tenant=tenant,
         )
         try:
-            cell, row = outcome(found, resource.table, key, by_uuid)
+            return outcome(found, resource.table, key, by_uuid)
         except RecordNotFound:
-            return self._error(
-                environ,
-                start_response,
-                404,
-                "tenancy.not-found",
-                "No record has %s %r." % ("uuid" if by_uuid else "id", shorten(ident)),
-            )
+            raise _Refusal(
+                404, "tenancy.not-found", "No record has %s %r." % ("uuid" if by_uuid else "id", shorten(ident))
+            ) from None
         except AmbiguousId as exc:
             LOG.warning("id_resolver: %s id %s is in cells %s", resource.table, key, ", ".join(exc.cells))
-            return self._error(
-                environ,
-                start_response,
-                400,
-                "tenancy.ambiguous-id",
-                "Id %s refers to %d records in different cells, so it cannot say which one is meant. "
-                "Use microversion %s or later (%s: %s %s) and the record's uuid instead."
-                % (key, len(exc.cells), self.switch, _STANDARD_HEADER, self.service_type, self.switch),
-            )
+            raise self._ambiguous(key, exc) from None
         except CellsUnavailable as exc:
             LOG.warning("id_resolver: %s", exc)
-            return self._error(
-                environ,
-                start_response,
-                503,
-                "tenancy.cells-unavailable",
-                "Id %r could not be looked up: %d cell database%s did not answer in time. Try again later."
-                % (shorten(ident), len(exc.cells), "s" if len(exc.cells) > 1 else ""),
-                extra=(("Retry-After", self.retry_after),),
-            )
-        environ[CELL_KEY] = cell
+            raise self._unavailable(ident, exc) from None
+
+    def _ambiguous(self, key: int | str, exc: AmbiguousId) -> _Refusal:
+        """The 400 of an integer id in several cells, naming the microversion that takes uuids."""
+        return _Refusal(
+            400,
+            "tenancy.ambiguous-id",
+            "Id %s refers to %d records in different cells, so it cannot say which one is meant. "
+            "Use microversion %s or later (%s: %s %s) and the record's uuid instead."
+            % (key, len(exc.cells), self.switch, _STANDARD_HEADER, self.service_type, self.switch),
+        )
+
+    def _unavailable(self, ident: str, exc: CellsUnavailable) -> _Refusal:
+        """The 503 of a lookup whose answer depends on cells that did not answer, with Retry-After."""
+        return _Refusal(
+            503,
+            "tenancy.cells-unavailable",
+            "Id %r could not be looked up: %d cell database%s did not answer in time. Try again later."
+            % (shorten(ident), len(exc.cells), "s" if len(exc.cells) > 1 else ""),
+            (("Retry-After", self.retry_after),),
+        )
+
+    @staticmethod
+    def _hand_on(environ: WSGIEnvironment, resource: Resource, resolved: Resolved) -> None:
+        """Put the record's cell, table, id and uuid in *environ* for the service."""
+        row = resolved.row
+        environ[CELL_KEY] = resolved.cell
         environ[RESOURCE_TABLE_KEY] = resource.table
         environ[RESOURCE_ID_KEY] = row[resource.id_column]
         uuid = row[resource.uuid_column]
         # str(): a native uuid column may come back as uuid.UUID.
         environ[RESOURCE_UUID_KEY] = None if uuid is None else str(uuid)
-        return self.application(environ, start_response)
 
     def _error(self, environ, start_response, status, code, detail, extra=()):
         return self.error(environ, start_response, status, code, detail, headers=(self.vary, *extra))
+
+
+class _Refusal(Exception):
+    """An answer instead of the service's: ``(status, code, detail[, extra headers])``."""
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:

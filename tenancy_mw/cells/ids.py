@@ -1,8 +1,9 @@
 """Parsers and validators of ``id_resolver``: resource ids, cell lists,
 resource routes, microversions.
 
-Pure helpers: no WSGI machinery and no database connection; the SQL side is
-:mod:`tenancy_mw.cells.lookup`.
+Pure helpers: no WSGI machinery, no database connection and no SQLAlchemy
+at import (only :func:`parse_cells` needs it, to check the URLs, and
+imports it when called); the SQL side is :mod:`tenancy_mw.cells.lookup`.
 
 Ids
     :func:`parse_uuid` takes a uuid in canonical hyphenated form
@@ -51,7 +52,7 @@ Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import microversion_parse
@@ -59,13 +60,8 @@ import microversion_parse
 from tenancy_mw.core.paths import Refused, shorten
 from tenancy_mw.extras import missing_extra
 
-try:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-except ImportError as exc:
-    raise missing_extra("sql", __name__, exc) from exc
-
 __all__ = [
+    "MAX_CELL_TIMEOUT",
     "MAX_INTEGER_ID",
     "InvalidId",
     "Resource",
@@ -85,6 +81,11 @@ __all__ = [
 #: The largest integer id looked up: the largest signed 64-bit integer
 #: (``BIGINT``); a larger one cannot be a row's id on any backend.
 MAX_INTEGER_ID = 2**63 - 1
+
+#: The longest ``cell_timeout``, in seconds.  It is handed to the drivers (libpq keepalive idle
+#: time, TCP_USER_TIMEOUT, statement timeouts), which refuse values far beyond it (Linux takes
+#: at most 32767 s of keepalive idle time): a larger one would make every lookup fail.
+MAX_CELL_TIMEOUT = 600.0
 
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 _INTEGER = re.compile(r"[0-9]+")
@@ -184,36 +185,57 @@ def parse_cells(spec: str | Iterable[str] | Mapping[str, str]) -> dict[str, str]
     A mapping is checked and returned as a dict.  Names are letters, digits,
     ``_``, ``.`` and ``-``; each must be unique; each URL must parse as a
     SQLAlchemy URL.  Raises :class:`SpecError` naming the bad item (with any
-    password hidden).
+    password hidden), and :class:`~tenancy_mw.extras.MissingExtra` when the
+    ``sql`` extra (SQLAlchemy) is not installed.
     """
-    if isinstance(spec, Mapping):
-        items = [(str(name), str(url)) for name, url in spec.items()]
-    else:
-        texts = [spec] if isinstance(spec, str) else list(spec)
-        items = []
-        for text in texts:
-            for item in re.split(r"[,\n]", text or ""):
-                item = item.strip()
-                if not item:
-                    continue
-                name, sep, url = item.partition("=")
-                if not sep:
-                    raise SpecError("cell item %r is not of the form name=URL" % _hide_password(item))
-                items.append((name.strip(), url.strip()))
+    is_url = _url_checker()
+    items = [(str(name), str(url)) for name, url in spec.items()] if isinstance(spec, Mapping) else _cell_items(spec)
     cells: dict[str, str] = {}
     for name, url in items:
         if not _CELL_NAME.fullmatch(name):
             raise SpecError("cell name %r: use letters, digits, '_', '.' and '-'" % name)
         if name in cells:
             raise SpecError("cell %r is named twice" % name)
-        try:
-            make_url(url)
-        except ArgumentError:
-            raise SpecError("cell %s: %r is not a SQLAlchemy URL" % (name, _hide_password(url))) from None
+        if not is_url(url):
+            raise SpecError("cell %s: %r is not a SQLAlchemy URL" % (name, _hide_password(url)))
         cells[name] = url
     if not cells:
         raise SpecError("no cells: give at least one name=URL item")
     return cells
+
+
+def _cell_items(spec: str | Iterable[str]) -> list[tuple[str, str]]:
+    """The ``(name, url)`` pairs of ``name=URL`` items separated by commas or new lines."""
+    texts = [spec] if isinstance(spec, str) else list(spec)
+    items = []
+    for text in texts:
+        for item in re.split(r"[,\n]", text or ""):
+            item = item.strip()
+            if not item:
+                continue
+            name, sep, url = item.partition("=")
+            if not sep:
+                raise SpecError("cell item %r is not of the form name=URL" % _hide_password(item))
+            items.append((name.strip(), url.strip()))
+    return items
+
+
+def _url_checker() -> Callable[[str], bool]:
+    """A test of SQLAlchemy URLs; imported here, not with the module, which needs no SQLAlchemy."""
+    try:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+    except ImportError as exc:
+        raise missing_extra("sql", __name__, exc) from exc
+
+    def is_url(url: str) -> bool:
+        try:
+            make_url(url)
+        except ArgumentError:
+            return False
+        return True
+
+    return is_url
 
 
 def _hide_password(text: str) -> str:
@@ -321,38 +343,52 @@ def parse_resources(lines: str | Iterable[str]) -> list[Resource]:
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            fields = line.split()
-            if len(fields) < 4:
-                raise SpecError("resource %r: expected %s" % (line, _RESOURCE_FORM))
-            route, table, id_column, uuid_column = fields[:4]
-            segments, id_index = _parse_route(route, line)
-            try:
-                check_names(table, id_column, uuid_column)
-            except SpecError as exc:
-                raise SpecError("resource %r: %s" % (line, exc)) from None
-            extras: dict[str, str] = {}
-            for field in fields[4:]:
-                key, sep, value = field.partition("=")
-                if key not in ("except", "tenant") or not sep or not value or key in extras:
-                    raise SpecError("resource %r: %r is not one of except=WORD,... and tenant=COLUMN; expected %s"
-                                    % (line, field, _RESOURCE_FORM))
-                extras[key] = value
-            except_words = frozenset(word for word in extras.get("except", "").split(",") if word)
-            tenant_column = extras.get("tenant")
-            if tenant_column is not None:
-                try:
-                    check_names(table, tenant_column)
-                except SpecError as exc:
-                    raise SpecError("resource %r: %s" % (line, exc)) from None
-            if segments in seen:
-                raise SpecError("resource %r: route %s is given twice" % (line, route))
-            seen.add(segments)
-            resources.append(
-                Resource(route, segments, id_index, table, id_column, uuid_column, except_words, tenant_column)
-            )
+            resource = _parse_resource(line)
+            if resource.segments in seen:
+                raise SpecError("resource %r: route %s is given twice" % (line, resource.route))
+            seen.add(resource.segments)
+            resources.append(resource)
     if not resources:
         raise SpecError("no resources: give at least one ROUTE TABLE ID_COLUMN UUID_COLUMN line")
     return resources
+
+
+def _parse_resource(line: str) -> Resource:
+    """The resource of one ``ROUTE TABLE ID_COLUMN UUID_COLUMN [except=WORD,...] [tenant=COLUMN]`` line."""
+    fields = line.split()
+    if len(fields) < 4:
+        raise SpecError("resource %r: expected %s" % (line, _RESOURCE_FORM))
+    route, table, id_column, uuid_column = fields[:4]
+    segments, id_index = _parse_route(route, line)
+    _check_resource_names(line, table, id_column, uuid_column)
+    options = _resource_options(fields[4:], line)
+    tenant_column = options.get("tenant")
+    if tenant_column is not None:
+        _check_resource_names(line, table, tenant_column)
+    except_words = frozenset(word for word in options.get("except", "").split(",") if word)
+    return Resource(route, segments, id_index, table, id_column, uuid_column, except_words, tenant_column)
+
+
+def _check_resource_names(line: str, table: str, *columns: str) -> None:
+    """:func:`check_names`, its error naming the resource *line*."""
+    try:
+        check_names(table, *columns)
+    except SpecError as exc:
+        raise SpecError("resource %r: %s" % (line, exc)) from None
+
+
+def _resource_options(fields: list[str], line: str) -> dict[str, str]:
+    """``{"except": ..., "tenant": ...}`` from a resource line's ``except=`` and ``tenant=`` fields."""
+    options: dict[str, str] = {}
+    for field in fields:
+        key, sep, value = field.partition("=")
+        if key not in ("except", "tenant") or not sep or not value or key in options:
+            raise SpecError(
+                "resource %r: %r is not one of except=WORD,... and tenant=COLUMN; expected %s"
+                % (line, field, _RESOURCE_FORM)
+            )
+        options[key] = value
+    return options
 
 
 def parse_version(text: str) -> microversion_parse.Version:

@@ -65,12 +65,27 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
-from tenancy_mw.cells.ids import MAX_INTEGER_ID, InvalidId, parse_cells, parse_integer_id, parse_uuid
+from tenancy_mw.cells.ids import (
+    MAX_CELL_TIMEOUT,
+    MAX_INTEGER_ID,
+    InvalidId,
+    parse_cells,
+    parse_integer_id,
+    parse_uuid,
+)
+from tenancy_mw.cells.outcomes import (
+    AmbiguousId,
+    CellsUnavailable,
+    Found,
+    RecordNotFound,
+    Resolved,
+    ResolveError,
+    outcome,
+)
 from tenancy_mw.core import sql  # first: without the sql extra, it names it
 from tenancy_mw.core.sql import sa
 
@@ -85,61 +100,10 @@ __all__ = [
     "RecordNotFound",
     "Resolved",
     "driver_timeouts",
+    "outcome",
 ]
 
 LOG = logging.getLogger(__name__)
-
-
-class ResolveError(Exception):
-    """Base of the outcomes of :meth:`CellLookup.resolve` that are not one record."""
-
-
-class RecordNotFound(ResolveError):
-    """No cell has the record, and every cell answered."""
-
-
-class AmbiguousId(ResolveError):
-    """An integer id found in several cells.
-
-    :ivar cells: the names of the cells that have it.
-    """
-
-    def __init__(self, message: str, cells: list[str]) -> None:
-        super().__init__(message)
-        self.cells = cells
-
-
-class CellsUnavailable(ResolveError):
-    """The answer depends on cells that did not answer in time (or failed).
-
-    :ivar cells: the names of those cells.
-    """
-
-    def __init__(self, message: str, cells: list[str]) -> None:
-        super().__init__(message)
-        self.cells = cells
-
-
-class Resolved(NamedTuple):
-    """A record found in exactly one cell: the cell's name and the row as a dict."""
-
-    cell: str
-    row: dict
-
-
-@dataclass
-class Found:
-    """What the cells said about one id.
-
-    :ivar matches: ``(cell, row)`` for every cell that has the record.
-    :ivar unanswered: the cells that did not answer in time or failed.
-    :ivar complete: False when the lookup stopped at the first match
-        (a uuid) without waiting for the other cells.
-    """
-
-    matches: list[tuple[str, dict]] = field(default_factory=list)
-    unanswered: list[str] = field(default_factory=list)
-    complete: bool = True
 
 
 def driver_timeouts(url: str | sa.URL, timeout: float) -> dict[str, Any]:
@@ -177,17 +141,70 @@ def driver_timeouts(url: str | sa.URL, timeout: float) -> dict[str, Any]:
     return {}
 
 
-#: The longest ``cell_timeout``, in seconds.  It is handed to the drivers (libpq keepalive idle
-#: time, TCP_USER_TIMEOUT, statement timeouts), which refuse values far beyond it (Linux takes
-#: at most 32767 s of keepalive idle time): a larger one would make every lookup fail.
-MAX_CELL_TIMEOUT = 600.0
-
 #: How many lookups may wait for a cell per connection of its pool, beyond
 #: which a cell that has not answered any lookup for ``cell_timeout`` seconds
 #: counts as not answering at once instead of queueing more.
 WAITING_PER_CONNECTION = 4
 
 _TOO_LATE = object()
+
+
+def _cell_engine(url: str, timeout: float, pool_size: int, pool_recycle: int) -> sa.Engine:
+    """A cell's engine: *pool_size* connections, no overflow, every wait and query within *timeout*."""
+    args: dict[str, Any] = {"connect_args": driver_timeouts(url, timeout)}
+    parsed = sa.engine.make_url(url)
+    backend = parsed.get_backend_name()
+    in_memory = backend == "sqlite" and parsed.database in (None, "", ":memory:")
+    if in_memory:
+        # One in-memory database shared by the pool threads (tests, examples).
+        args.update(poolclass=sa.pool.StaticPool)
+        args["connect_args"]["check_same_thread"] = False
+    else:
+        args.update(pool_size=pool_size, max_overflow=0, pool_timeout=timeout, pool_recycle=pool_recycle)
+    if backend != "sqlite":
+        # A ping per checkout would double every lookup's round trips;
+        # a dropped connection is retried once instead (_ask).
+        args["pool_pre_ping"] = False
+    engine = sql.create_engine(url, **args)
+    if backend in ("mysql", "mariadb"):
+        sa.event.listen(engine, "connect", _statement_time_limit(timeout))
+    if backend == "sqlite" and not in_memory:
+        sa.event.listen(engine, "connect", _busy_timeout(timeout))
+    return engine
+
+
+def _statement_time_limit(seconds: float) -> Callable[[Any, Any], None]:
+    """A ``connect`` listener that makes MySQL/MariaDB stop a statement after *seconds*."""
+
+    def set_statement_time(dbapi_connection, _record):
+        # The server stops a slow lookup too, not only our socket: a struggling
+        # cell is not left running queries nobody waits for.
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("SELECT VERSION()")
+            if "mariadb" in str(cursor.fetchone()[0]).lower():
+                cursor.execute("SET SESSION max_statement_time = %.3f" % seconds)
+            else:
+                cursor.execute("SET SESSION max_execution_time = %d" % max(1, int(seconds * 1000)))
+        finally:
+            cursor.close()
+
+    return set_statement_time
+
+
+def _busy_timeout(timeout: float) -> Callable[[Any, Any], None]:
+    """A ``connect`` listener that makes SQLite wait at most *timeout* for another process's write."""
+    milliseconds = max(1, int(timeout * 1000))
+
+    def set_busy_timeout(dbapi_connection, _record):
+        # After tenancy_mw.core.sql's own (30 s, for writers): a lookup waits no longer than its timeout.
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA busy_timeout = %d" % milliseconds)
+        finally:
+            cursor.close()
+
+    return set_busy_timeout
 
 
 class _Cell:
@@ -205,48 +222,7 @@ class _Cell:
         self._answered_at = time.monotonic()
         self._lock = threading.Lock()
         self.executor = self._new_executor()
-        args: dict[str, Any] = {"connect_args": driver_timeouts(url, timeout)}
-        parsed = sa.engine.make_url(url)
-        if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
-            # One in-memory database shared by the pool threads (tests, examples).
-            args.update(poolclass=sa.pool.StaticPool)
-            args["connect_args"]["check_same_thread"] = False
-        else:
-            args.update(pool_size=pool_size, max_overflow=0, pool_timeout=timeout, pool_recycle=pool_recycle)
-        if parsed.get_backend_name() != "sqlite":
-            # A ping per checkout would double every lookup's round trips;
-            # a dropped connection is retried once instead (_ask).
-            args["pool_pre_ping"] = False
-        self.engine = sql.create_engine(url, **args)
-        if parsed.get_backend_name() in ("mysql", "mariadb"):
-            seconds = timeout
-
-            def _statement_time(dbapi_connection, _record):
-                # The server stops a slow lookup too, not only our socket: a struggling
-                # cell is not left running queries nobody waits for.
-                cursor = dbapi_connection.cursor()
-                try:
-                    cursor.execute("SELECT VERSION()")
-                    if "mariadb" in str(cursor.fetchone()[0]).lower():
-                        cursor.execute("SET SESSION max_statement_time = %.3f" % seconds)
-                    else:
-                        cursor.execute("SET SESSION max_execution_time = %d" % max(1, int(seconds * 1000)))
-                finally:
-                    cursor.close()
-
-            sa.event.listen(self.engine, "connect", _statement_time)
-        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-            milliseconds = max(1, int(timeout * 1000))
-
-            def _busy_timeout(dbapi_connection, _record):
-                # After tenancy_mw.core.sql's own (30 s, for writers): a lookup waits no longer than its timeout.
-                cursor = dbapi_connection.cursor()
-                try:
-                    cursor.execute("PRAGMA busy_timeout = %d" % milliseconds)
-                finally:
-                    cursor.close()
-
-            sa.event.listen(self.engine, "connect", _busy_timeout)
+        self.engine = _cell_engine(url, timeout, pool_size, pool_recycle)
 
     def _new_executor(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=self.pool_size, thread_name_prefix="tenancy-cell-" + self.name)
@@ -344,6 +320,25 @@ class _Statements:
         self.by_uuid = base.where(uuid_col == sa.bindparam("ident", type_=sa.String(36))).limit(2)
 
 
+def _lookup_key(ident: int | str | uuid.UUID, by_uuid: bool) -> int | str:
+    """*ident* checked as the filter checks it: a lower-case uuid or an integer id from 0 to 2**63 - 1."""
+    if isinstance(ident, uuid.UUID):
+        ident = str(ident)
+    if by_uuid:
+        return parse_uuid(str(ident))
+    if isinstance(ident, int) and not isinstance(ident, bool):
+        # The filter's bounds: no row has a negative id or one beyond BIGINT, and asking for one
+        # would make a cell fail (SQLite cannot bind it) and look down.
+        if not 0 <= ident <= MAX_INTEGER_ID:
+            raise InvalidId(
+                "integer-too-large" if ident > 0 else "not-an-integer",
+                "Invalid id %d: ids are integers from 0 to %d." % (ident, MAX_INTEGER_ID),
+                ident,
+            )
+        return ident
+    return parse_integer_id(str(ident))
+
+
 class CellLookup:
     """Every cell's engine and a thread pool to ask them all at once; see the module doc.
 
@@ -377,6 +372,7 @@ class CellLookup:
         self._statements: dict[tuple, _Statements] = {}
         self._statements_lock = threading.Lock()
         ref = weakref.ref(self)
+
         def after_fork_in_child() -> None:
             me = ref()
             if me is not None:
@@ -456,8 +452,16 @@ class CellLookup:
         return found
 
     def find_id(
-        self, table: str, ident: int | str, *, by_uuid: bool, id_column: str = "id", uuid_column: str = "uuid",
-        all_columns: bool = False, tenant_column: str | None = None, tenant: str | None = None,
+        self,
+        table: str,
+        ident: int | str,
+        *,
+        by_uuid: bool,
+        id_column: str = "id",
+        uuid_column: str = "uuid",
+        all_columns: bool = False,
+        tenant_column: str | None = None,
+        tenant: str | None = None,
     ) -> Found:
         """:meth:`find` for one table's integer id or (already checked, lower-case) uuid.
 
@@ -480,8 +484,15 @@ class CellLookup:
         return self.find(statements.by_id, params, accept=accept)
 
     def resolve(
-        self, table: str, ident: int | str, *, by_uuid: bool, id_column: str = "id", uuid_column: str = "uuid",
-        tenant_column: str | None = None, tenant: str | None = None,
+        self,
+        table: str,
+        ident: int | str,
+        *,
+        by_uuid: bool,
+        id_column: str = "id",
+        uuid_column: str = "uuid",
+        tenant_column: str | None = None,
+        tenant: str | None = None,
     ) -> Resolved:
         """The one cell and full row of *ident* in *table*, by the rules of the module doc.
 
@@ -493,27 +504,18 @@ class CellLookup:
         :class:`~tenancy_mw.cells.ids.InvalidId`, :class:`RecordNotFound`,
         :class:`AmbiguousId` or :class:`CellsUnavailable`.
         """
-        if isinstance(ident, uuid.UUID):
-            ident = str(ident)
-        if by_uuid:
-            key: int | str = parse_uuid(str(ident))
-        elif isinstance(ident, int) and not isinstance(ident, bool):
-            # The filter's bounds: no row has a negative id or one beyond BIGINT, and asking for one
-            # would make a cell fail (SQLite cannot bind it) and look down.
-            if not 0 <= ident <= MAX_INTEGER_ID:
-                raise InvalidId(
-                    "integer-too-large" if ident > 0 else "not-an-integer",
-                    "Invalid id %d: ids are integers from 0 to %d." % (ident, MAX_INTEGER_ID),
-                    ident,
-                )
-            key = ident
-        else:
-            key = parse_integer_id(str(ident))
+        key = _lookup_key(ident, by_uuid)
         if tenant_column is not None and not isinstance(tenant, str):
             raise ValueError("a tenant-owned lookup needs the tenant id, not %r" % (tenant,))
         found = self.find_id(
-            table, key, by_uuid=by_uuid, id_column=id_column, uuid_column=uuid_column, all_columns=True,
-            tenant_column=tenant_column, tenant=tenant,
+            table,
+            key,
+            by_uuid=by_uuid,
+            id_column=id_column,
+            uuid_column=uuid_column,
+            all_columns=True,
+            tenant_column=tenant_column,
+            tenant=tenant,
         )
         return outcome(found, table, key, by_uuid)
 
@@ -521,24 +523,3 @@ class CellLookup:
         """Stop the cells' threads and close their connections."""
         for cell in self._cells:
             cell.close()
-
-
-def outcome(found: Found, table: str, key: int | str, by_uuid: bool) -> Resolved:
-    """The one record *found* names, or the exception the rules give (see the module doc)."""
-    if by_uuid and found.matches:
-        cell, row = found.matches[0]
-        return Resolved(cell, row)
-    if found.unanswered:
-        raise CellsUnavailable(
-            "%s %r could not be looked up: cell%s %s did not answer"
-            % (table, key, "s" if len(found.unanswered) > 1 else "", ", ".join(found.unanswered)),
-            found.unanswered,
-        )
-    if not found.matches:
-        raise RecordNotFound("%s %r is in no cell" % (table, key))
-    if len(found.matches) > 1:
-        cells = [cell for cell, _ in found.matches]
-        raise AmbiguousId("%s id %r is in several cells: %s" % (table, key, ", ".join(cells)), cells)
-    cell, row = found.matches[0]
-    return Resolved(cell, row)
-

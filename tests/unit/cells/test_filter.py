@@ -10,12 +10,11 @@ import sqlalchemy as sa
 import webtest
 
 from tenancy_mw.cells.filter import IdResolver
-from tenancy_mw.cells.lookup import AmbiguousId, CellLookup, CellsUnavailable, RecordNotFound
+from tenancy_mw.cells.lookup import CellLookup
 from tenancy_mw.core.base import ConfigError
-from tests.conftest import require
-from tests.support import cells as cellsupport
 from tests.support.apps import Recorder
 from tests.support.cells import NO_UUID, ROWS, closed_port_url, row_uuid, silent_server
+from tests.unit.cells.conftest import wait_idle
 
 RESOURCES = """
 /os-services/{id} services id uuid except=enable,disable,disable-log-reason,force-down
@@ -25,11 +24,6 @@ RESOURCES = """
 LEGACY = "X-OpenStack-Nova-API-Version"
 AT = {"OpenStack-API-Version": "compute 2.53"}
 BELOW = {"OpenStack-API-Version": "compute 2.52"}
-
-
-@pytest.fixture(scope="module")
-def cells(tmp_path_factory):
-    yield from cellsupport.three_cells(require, tmp_path_factory.mktemp("cells"))
 
 
 def cells_option(cells: dict) -> str:
@@ -67,18 +61,6 @@ def app(resolver):
 def seen(resolver) -> dict:
     (environ,) = resolver.recorder.seen
     return {key: environ.get(key) for key in ("tenancy.cell", "tenancy.resource_id", "tenancy.resource_uuid")}
-
-
-def wait_idle(lookup: CellLookup, timeout: float = 10.0) -> None:
-    """Wait until every cell's lookups are over (they run on the cells' threads); check none holds a connection."""
-    deadline = time.monotonic() + timeout
-    for cell in lookup._cells:
-        while cell.busy and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert cell.busy == 0, "cell %s: %d lookups still running" % (cell.name, cell.busy)
-    for name, engine in lookup.engines.items():
-        checked_out = getattr(engine.pool, "checkedout", lambda: 0)()
-        assert checked_out == 0, "cell %s: %d connections still checked out" % (name, checked_out)
 
 
 # Below the switch: integer ids --------------------------------------------------------------------
@@ -470,50 +452,6 @@ def test_a_hung_cell_costs_its_timeout_and_never_blocks_the_pool(cells, url_of):
             filt.lookup.close()
 
 
-# The Python helper ------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def lookup(cells):
-    helper = CellLookup(cells, cell_timeout=3)
-    yield helper
-    helper.close()
-
-
-def test_helper_resolves_to_cell_and_full_row(lookup):
-    found = lookup.resolve("services", row_uuid("c-maria", "services", 5), by_uuid=True)
-    assert found.cell == "c-maria"
-    assert found.row == {"id": 5, "uuid": row_uuid("c-maria", "services", 5), "host": "c-maria-5"}
-    found = lookup.resolve("compute_nodes", 2, by_uuid=False)
-    assert (found.cell, found.row["hypervisor_hostname"]) == ("c-pg", "c-pg-2")
-    assert lookup.resolve("services", "4", by_uuid=False).cell == "c-pg"
-
-
-def test_helper_raises_the_same_outcomes(lookup):
-    with pytest.raises(AmbiguousId) as ambiguous:
-        lookup.resolve("services", 1, by_uuid=False)
-    assert sorted(ambiguous.value.cells) == ["c-pg", "c-sqlite"]
-    with pytest.raises(RecordNotFound):
-        lookup.resolve("services", 99, by_uuid=False)
-    from tenancy_mw.cells.ids import InvalidId
-
-    with pytest.raises(InvalidId):
-        lookup.resolve("services", "1 OR 1=1", by_uuid=False)
-    with pytest.raises(InvalidId):
-        lookup.resolve("services", "1", by_uuid=True)
-    wait_idle(lookup)
-
-
-def test_helper_with_an_unreachable_cell_raises_cells_unavailable(cells):
-    helper = CellLookup(dict(cells, down=closed_port_url("mariadb")), cell_timeout=2)
-    try:
-        with pytest.raises(CellsUnavailable) as unavailable:
-            helper.resolve("services", 3, by_uuid=False)
-        assert unavailable.value.cells == ["down"]
-    finally:
-        helper.close()
-
-
 # Configuration ----------------------------------------------------------------------------------
 
 
@@ -554,11 +492,6 @@ def test_bad_options_fail_at_load_naming_the_option(option, value, message):
     assert message in str(error.value)
 
 
-def test_helper_refuses_a_cell_timeout_the_drivers_cannot_take():
-    with pytest.raises(ValueError, match="cell_timeout"):
-        CellLookup({"c1": "sqlite://"}, cell_timeout=40000)
-
-
 def test_cell_passwords_are_not_shown_in_config_errors():
     with pytest.raises(ConfigError) as error:
         IdResolver(Recorder(), dict(options({}), cells="c1=postgresql://u:s3cret@db/n, c1=sqlite://"))
@@ -567,57 +500,6 @@ def test_cell_passwords_are_not_shown_in_config_errors():
     with pytest.raises(ConfigError) as error:
         IdResolver(Recorder(), dict(options({}), cells="c1=postgresql://u:s3cret@db/n, c2=://u:s3cret@x"))
     assert "s3cret" not in str(error.value)
-
-
-def test_a_forked_worker_gets_its_own_threads_and_connections(cells):
-    # gunicorn --preload: the filter is built (and may have run) in the master, then forked.
-    import os
-
-    lookup = CellLookup({"c-sqlite": cells["c-sqlite"], "c-pg": cells["c-pg"]}, cell_timeout=3)
-    try:
-        assert lookup.resolve("services", 4, by_uuid=False).cell == "c-pg"
-        pid = os.fork()
-        if pid == 0:  # the child: a lookup must work on fresh threads and connections
-            code = 1
-            try:
-                code = 0 if lookup.resolve("services", 3, by_uuid=False).cell == "c-sqlite" else 2
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-        assert lookup.resolve("services", 4, by_uuid=False).cell == "c-pg"
-    finally:
-        lookup.close()
-
-
-@pytest.mark.parametrize(
-    ("backend", "slow_view"),
-    [
-        ("postgresql", "CREATE VIEW services AS SELECT id, uuid FROM real_services WHERE pg_sleep(5) IS NOT NULL"),
-        ("mariadb", "CREATE VIEW services AS SELECT id, uuid FROM real_services WHERE SLEEP(5) = 0"),
-    ],
-)
-def test_a_slow_query_is_cut_off_by_the_cell_timeout_not_only_abandoned(make_database, backend, slow_view):
-    url = make_database(backend)
-    engine = sa.create_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.exec_driver_sql("CREATE TABLE real_services (id INTEGER PRIMARY KEY, uuid VARCHAR(36))")
-            conn.exec_driver_sql("INSERT INTO real_services VALUES (3, NULL)")
-            conn.exec_driver_sql(slow_view)
-    finally:
-        engine.dispose()
-    lookup = CellLookup({"slow": url}, cell_timeout=0.5)
-    try:
-        started = time.monotonic()
-        with pytest.raises(CellsUnavailable):
-            lookup.resolve("services", 3, by_uuid=False)
-        # The query itself was stopped (statement_timeout, socket read timeout): the cell's
-        # thread and connection come back long before the 5 s sleep would end.
-        wait_idle(lookup, timeout=3)
-        assert time.monotonic() - started < 4
-    finally:
-        lookup.close()
 
 
 # Tenant-owned resources (tenant=COLUMN) ------------------------------------------------------------
@@ -783,23 +665,6 @@ def test_a_hung_cell_with_a_full_queue_is_counted_as_not_answering_at_once(cells
             filt.lookup.close()
 
 
-@pytest.mark.parametrize("ident", [-3, 2**63, 2**70, True])
-def test_helper_refuses_an_integer_id_no_record_can_have_as_the_filter_does(lookup, ident):
-    # The filter refuses these before any query (400); the helper must not ask the cells either
-    # (SQLite cannot even bind 2**70: that cell would look down).
-    from tenancy_mw.cells.ids import InvalidId
-
-    with pytest.raises(InvalidId):
-        lookup.resolve("services", ident, by_uuid=False)
-
-
-def test_helper_takes_a_uuid_object(lookup):
-    import uuid
-
-    found = lookup.resolve("services", uuid.UUID(row_uuid("c-pg", "services", 4)), by_uuid=True)
-    assert (found.cell, found.row["id"]) == ("c-pg", 4)
-
-
 def test_a_cell_failing_with_an_empty_message_is_503_not_500(tmp_path):
     url = "sqlite:///%s" % (tmp_path / "failing.sqlite")
     filt = IdResolver(Recorder(), options({"failing": url}))
@@ -829,13 +694,6 @@ def test_a_tenant_spelled_otherwise_does_not_see_the_record(owned, tenant):
     assert owned.recorder.seen == []
 
 
-def test_helper_compares_the_tenant_exactly_too(lookup):
-    with pytest.raises(RecordNotFound):
-        lookup.resolve("services", 5, by_uuid=False, tenant_column="host", tenant="C-MARIA-5")
-    found = lookup.resolve("services", 5, by_uuid=False, tenant_column="host", tenant="c-maria-5")
-    assert found.row == {"id": 5, "uuid": row_uuid("c-maria", "services", 5), "host": "c-maria-5"}
-
-
 def test_a_long_id_is_not_echoed_whole(app):
     # 5000 leading zeros name id 77, which no cell has: the 404 names the id without the whole text.
     response = app.get("/v2.1/os-services/" + "0" * 5000 + "77", expect_errors=True)
@@ -843,36 +701,6 @@ def test_a_long_id_is_not_echoed_whole(app):
     detail = response.json["errors"][0]["detail"]
     assert len(detail) < 300, len(detail)
     assert "5002 characters" in detail
-
-
-def test_a_fork_while_another_thread_builds_statements_does_not_deadlock_the_child():
-    # A thread of the parent holds the statements lock at fork(); the child has no such thread, so
-    # it must not inherit the lock held.
-    import os
-    import signal
-
-    lookup = CellLookup({"c1": "sqlite://"}, cell_timeout=1)
-    try:
-        with lookup._statements_lock:
-            pid = os.fork()
-            if pid == 0:  # the child: a table never asked for before needs the lock
-                try:
-                    lookup.statements("compute_nodes")
-                finally:
-                    os._exit(0)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            time.sleep(0.05)
-        else:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child hangs on the statements lock")
-        assert os.waitstatus_to_exitcode(status) == 0
-    finally:
-        lookup.close()
 
 
 # Both URL layouts: tenant_path's decision, the token's tenant ------------------------------------------
@@ -998,3 +826,21 @@ def test_bad_layout_options_fail_at_load_naming_option_and_value(option, value):
     assert "id_resolver" in message
     assert option in message
     assert repr(value.split(", ")[-1]) in message
+
+
+def test_a_given_lookup_replaces_the_cells_option_and_not_both():
+    from tenancy_mw.cells.outcomes import Found
+
+    class Nowhere:
+        def find_id(self, table, ident, **_how):
+            return Found()
+
+        def close(self):
+            pass
+
+    conf = options({})
+    del conf["cells"]
+    filt = IdResolver(Recorder(), conf, lookup=Nowhere())
+    assert webtest.TestApp(filt).get("/v2.1/os-services/3", status=404).json["errors"][0]["code"] == "tenancy.not-found"
+    with pytest.raises(ConfigError, match="not both"):
+        IdResolver(Recorder(), options({"c1": "sqlite://"}), lookup=Nowhere())
