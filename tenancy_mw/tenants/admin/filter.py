@@ -158,7 +158,7 @@ from typing import TYPE_CHECKING, Any
 from oslo_config import cfg
 
 from tenancy_mw.core.base import TenancyMiddleware
-from tenancy_mw.core.paths import CanonicalPath, PathRefused, canonical_path, shorten
+from tenancy_mw.core.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.extras import missing_extra
 from tenancy_mw.tenants.admin import redirects, routes
 from tenancy_mw.tenants.admin.answers import Answer, RegistryDown, parse_if_match, redirect
@@ -350,10 +350,6 @@ class TenantAdmin(TenancyMiddleware):
     def moved_location(self, environ: dict, tenant_id: str, suffix: tuple[str, ...] = ()) -> str | None:
         """Where the resource of this request's path now lives, or ``None`` if it never moved."""
         return redirects.moved_location(self.registry, self.layout, environ, tenant_id, suffix)
-
-    def tenant_index(self, environ: dict, canonical: CanonicalPath) -> int:
-        """The index of the tenant segment in *canonical* (see :func:`.routes.tenant_index`)."""
-        return routes.tenant_index(environ, canonical, self.layout)
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:

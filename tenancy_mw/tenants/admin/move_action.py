@@ -109,6 +109,11 @@ def _if_match(environ: dict) -> list[str] | None:
 class MoveRequest:
     """One move call: its source, ``dest``, path and ``If-Match``, checked; :meth:`answer` shows or moves.
 
+    Making one parses and checks the request, in the order the answers
+    take precedence: the source tenant (``404``/``410``), the method
+    (``405``), ``dest`` (``400``), ``If-Match`` (``400``); each raises an
+    :class:`Answer`.
+
     :ivar path: the resource's path below the tenant segment; ``()`` moves the whole tenant.
     """
 
