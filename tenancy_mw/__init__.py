@@ -40,7 +40,7 @@ __version__ = "0.2.0"
 #: The six filter classes: name -> module that defines it.
 FILTERS = {
     "TenantPath": "tenancy_mw.tenants.path_filter",
-    "TenantAdmin": "tenancy_mw.tenants.admin_filter",
+    "TenantAdmin": "tenancy_mw.tenants.admin.filter",
     "AdminCull": "tenancy_mw.cull.filter",
     "Idempotency": "tenancy_mw.idempotency.filter",
     "TagQueryFilter": "tenancy_mw.tags.filter",

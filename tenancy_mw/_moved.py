@@ -37,7 +37,7 @@ MOVED = {
     "tenancy_mw.tenant_registry": "tenancy_mw.tenants.registry",
     "tenancy_mw.manage_tenants": "tenancy_mw.tenants.manage",
     "tenancy_mw.moves": "tenancy_mw.tenants.moves",
-    "tenancy_mw.tenant_admin": "tenancy_mw.tenants.admin_filter",
+    "tenancy_mw.tenant_admin": "tenancy_mw.tenants.admin",
     "tenancy_mw.admin_cull": "tenancy_mw.cull.filter",
     "tenancy_mw.cull_rules": "tenancy_mw.cull.rules",
     "tenancy_mw.overrides": "tenancy_mw.cull.overrides",

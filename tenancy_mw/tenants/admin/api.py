@@ -1,0 +1,141 @@
+"""The tenant calls: ``GET``/``HEAD``/``PUT``/``DELETE`` of ``/{v}/{t}`` and ``POST .../action/restore``.
+
+Each handler takes the filter, the request and its
+:class:`~tenancy_mw.tenants.admin.routes.Target`; it answers, or raises an
+:class:`~tenancy_mw.tenants.admin.answers.Answer`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import TYPE_CHECKING
+
+from tenancy_mw.core.paths import shorten
+from tenancy_mw.tenants.admin.answers import Answer, http_date, json_bytes, not_found, read_registry, url
+from tenancy_mw.tenants.admin.discovery import drop_version_member, service_version, with_version
+from tenancy_mw.tenants.admin.representation import read_representation
+from tenancy_mw.tenants.registry import ACTIVE, DELETED, Tenant, TenantConflict, TenantGone, TenantNotFound
+
+if TYPE_CHECKING:
+    from tenancy_mw.tenants.admin.filter import TenantAdmin
+    from tenancy_mw.tenants.admin.routes import Target
+
+__all__ = ["delete_tenant", "metadata", "put_tenant", "restore_tenant", "show", "show_tenant"]
+
+LOG = logging.getLogger(__name__)
+
+
+def show_tenant(admin: TenantAdmin, environ: dict, start_response: Callable, target: Target):
+    """``GET``/``HEAD``: the tenant (``200``, or ``204`` without representations); ``404``; ``410``."""
+    tenant_id = target.tenant_id
+    tenant = read_registry(lambda: admin.registry.get(tenant_id))
+    if tenant is None:
+        raise not_found(tenant_id)
+    if tenant.state == DELETED:
+        raise Answer(
+            410,
+            "tenancy.tenant-deleted",
+            "Tenant %r is deleted; POST .../action/restore brings it back until it is purged." % shorten(tenant_id),
+            headers=metadata(tenant),
+        )
+    if admin.version_discovery and environ.get("REQUEST_METHOD", "GET") == "GET":
+        version = service_version(admin.application, environ, target.canonical, target.index)
+        if version is not None:
+            representation = tenant.representation if admin.representations else {}
+            body = json_bytes(with_version(representation, version, tenant.id))
+            headers = [*metadata(tenant), ("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            start_response("200 OK", headers)
+            return [body]
+    return show(admin, environ, start_response, tenant, 200)
+
+
+def put_tenant(admin: TenantAdmin, environ: dict, start_response: Callable, target: Target):
+    """``PUT``: ``201`` created (with ``Location``), ``202`` modified or unchanged; ``409`` when refused."""
+    tenant_id = target.tenant_id
+    representation = read_representation(environ, admin.max_body)
+    if admin.version_discovery:
+        representation = drop_version_member(
+            representation, lambda: service_version(admin.application, environ, target.canonical, target.index)
+        )
+    if not admin.representations:
+        # Nothing of the body is kept: every tenant has the same, empty one.
+        representation = {}
+    try:
+        result = read_registry(lambda: admin.registry.put(tenant_id, representation, updatable=admin.updatable))
+    except TenantConflict as exc:
+        raise Answer(409, "tenancy.tenant-" + exc.reason, str(exc)) from None
+    if not result.created and not admin.representations:
+        raise Answer(
+            409,
+            "tenancy.tenant-exists",
+            "Tenant %r already exists; this service keeps no tenant representation to update." % shorten(tenant_id),
+        )
+    admin.cache.remember(tenant_id, ACTIVE)
+    if result.created:
+        LOG.info("tenant_admin: tenant %r created", tenant_id)
+        location = url(environ, target.canonical.segments[: target.index + 1], False)
+        return show(admin, environ, start_response, result.tenant, 201, (("Location", location),))
+    if result.changed:
+        LOG.info("tenant_admin: tenant %r modified", tenant_id)
+    return show(admin, environ, start_response, result.tenant, 202)
+
+
+def delete_tenant(admin: TenantAdmin, environ: dict, start_response: Callable, target: Target):
+    """``DELETE``: ``204``, the tenant marked deleted (recoverable); ``404``; ``410`` if already deleted."""
+    tenant_id = target.tenant_id
+    try:
+        tenant = read_registry(lambda: admin.registry.delete(tenant_id))
+    except TenantNotFound:
+        raise not_found(tenant_id) from None
+    except TenantGone:
+        raise Answer(410, "tenancy.tenant-deleted", "Tenant %r is already deleted." % shorten(tenant_id)) from None
+    admin.cache.remember(tenant_id, DELETED)
+    LOG.info("tenant_admin: tenant %r deleted", tenant_id)
+    start_response("204 No Content", list(metadata(tenant)))
+    return [b""]
+
+
+def restore_tenant(admin: TenantAdmin, environ: dict, start_response: Callable, target: Target):
+    """``POST .../action/restore``: ``200`` and the tenant; ``404``; ``409`` when it is not deleted."""
+    tenant_id = target.tenant_id
+    try:
+        tenant = read_registry(lambda: admin.registry.restore(tenant_id))
+    except TenantNotFound:
+        raise not_found(tenant_id) from None
+    except TenantConflict as exc:
+        raise Answer(409, "tenancy.tenant-" + exc.reason, str(exc)) from None
+    admin.cache.remember(tenant_id, ACTIVE)
+    LOG.info("tenant_admin: tenant %r restored", tenant_id)
+    return show(admin, environ, start_response, tenant, 200)
+
+
+def show(admin: TenantAdmin, environ, start_response, tenant: Tenant, status: int, extra_headers: tuple = ()):
+    """Answer with the tenant: its representation and metadata headers (or 204 with the headers only)."""
+    headers = list(metadata(tenant)) + list(extra_headers)
+    if status == 200 and (environ.get("REQUEST_METHOD") == "HEAD" or not admin.representations):
+        start_response("204 No Content", headers)
+        return [b""]
+    if not admin.representations:
+        start_response("%d %s" % (status, HTTPStatus(status).phrase), headers + [("Content-Length", "0")])
+        return [b""]
+    body = json_bytes(tenant.representation)
+    headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    start_response("%d %s" % (status, HTTPStatus(status).phrase), headers)
+    return [body]
+
+
+def metadata(tenant: Tenant) -> tuple:
+    """The tenant's metadata headers: ``ETag``, ``Last-Modified`` and the ``X-Tenant-*`` ones."""
+    summary = tenant.summary()
+    headers = [
+        ("ETag", tenant.etag),
+        ("Last-Modified", http_date(tenant.updated)),
+        ("X-Tenant-State", tenant.state),
+        ("X-Tenant-Created", summary["created"]),
+        ("X-Tenant-Updated", summary["updated"]),
+    ]
+    if tenant.deleted is not None:
+        headers.append(("X-Tenant-Deleted", summary["deleted"]))
+    return tuple(headers)

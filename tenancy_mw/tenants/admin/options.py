@@ -1,0 +1,84 @@
+"""The options of ``tenant_admin`` (group ``[tenant_admin]``, namespace ``tenancy_mw.tenant_admin``)."""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+
+from tenancy_mw.tenants.ids import tenant_layout_opts
+
+__all__ = ["OPTS"]
+
+OPTS = [
+    cfg.StrOpt(
+        "connection",
+        secret=True,
+        help="SQLAlchemy URL of the tenant registry database (required), e.g. "
+        "postgresql+psycopg2://svc@db/svc. Every pipeline and host of a service uses the same one. "
+        "Create its tables with: tenancy-mw-manage db upgrade --url URL --component tenants.",
+    ),
+    cfg.BoolOpt(
+        "admin_api",
+        default=True,
+        help="Answer the tenant admin calls (GET/HEAD/PUT/DELETE of /{version}/{tenant}, restore, moves). "
+        "false on a public endpoint: only the tenant-state check runs.",
+    ),
+    cfg.BoolOpt(
+        "check_tenant_state",
+        default=True,
+        help="Answer 404 to requests under an unknown tenant and 410 under a deleted one, before the service.",
+    ),
+    cfg.FloatOpt(
+        "cache_ttl",
+        default=5.0,
+        min=0,
+        help="Seconds a worker process keeps a tenant's state for the tenant-state check. Other workers "
+        "see a change within this time. 0: read the registry on every request.",
+    ),
+    cfg.IntOpt("cache_size", default=10000, min=1, help="Most tenant ids a worker keeps in its state cache."),
+    cfg.BoolOpt(
+        "representations",
+        default=True,
+        help="Keep the JSON representation operators PUT and return it on GET (200). false: GET answers "
+        "204 and a PUT on an existing tenant 409.",
+    ),
+    cfg.BoolOpt(
+        "updatable",
+        default=True,
+        help="Let a PUT change an existing tenant's representation (202). false: 409 unless it is the same.",
+    ),
+    cfg.IntOpt(
+        "max_body_bytes",
+        default=65536,
+        min=2,
+        max=1048576,
+        help="Largest tenant representation a PUT may send, in bytes (413 beyond).",
+    ),
+    cfg.BoolOpt(
+        "version_discovery",
+        default=False,
+        help="On the admin API, GET of a tenant also carries the service's version document: the member "
+        "'version' of what the service answers at /{version} (the tenant segment dropped) is added to the "
+        "representation (200). For clients that discover versions by GETting their endpoint, "
+        "/{version}/{tenant} (python-novaclient and its nova command line). A PUT may send that member "
+        "back as GET showed it (it is not stored); any other 'version' member is refused (400).",
+    ),
+    cfg.StrOpt(
+        "move_provider",
+        help="The service's move interface, as package.module:Name: a callable taking the wrapped WSGI app "
+        "and returning a tenancy_mw.tenants.moves.MoveProvider. Unset: move URLs go to the service.",
+    ),
+    cfg.IntOpt(
+        "move_list_limit",
+        default=100,
+        min=0,
+        help="A tenant move action document lists the resources when there are at most this many; beyond, it "
+        "carries one state tag for all of them.",
+    ),
+    cfg.BoolOpt(
+        "redirect_moved",
+        default=True,
+        help="Answer 301, Location at the new place, when the service answers 404 under a moved resource's old path.",
+    ),
+    # In a pipeline with tenant_path, tenant_path's decision is followed; these decide without it.
+    *tenant_layout_opts(),
+]

@@ -1,0 +1,120 @@
+"""The body of a tenant ``PUT``: a JSON object of at most ``max_body_bytes``, or an :class:`Answer` saying why not.
+
+Not :func:`tenancy_mw.core.bodies.read_json_body`: the tenants spec's
+answers differ from it (an empty body is ``{}``, not an error; a body the
+JSON reader would take may still be refused here: a repeated key, ``NaN``,
+a number JSON cannot carry back; and every error has its own
+``tenancy.representation-*`` or ``tenancy.*-body`` code).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tenancy_mw.core.paths import shorten
+from tenancy_mw.tenants.admin.answers import Answer
+from tenancy_mw.tenants.registry import canonical_json
+
+__all__ = ["read_body", "read_representation"]
+
+_JSON_TYPES = re.compile(r"\s*application/(?:[\w.+-]+\+)?json\s*(?:;.*)?", re.IGNORECASE)
+
+
+def read_representation(environ: dict, max_body: int) -> dict:
+    """The PUT body as a JSON object (``{}`` when empty), or an :class:`Answer` naming what is wrong."""
+    content_type = environ.get("CONTENT_TYPE", "")
+    if content_type and not _JSON_TYPES.fullmatch(content_type):
+        raise Answer(
+            415,
+            "tenancy.representation-not-json",
+            "Content-Type %r is not JSON; send the tenant representation as application/json." % shorten(content_type),
+        )
+    raw = read_body(environ, max_body)
+    if not raw.strip():
+        return {}
+    document = _parse(raw)
+    if not isinstance(document, dict):
+        raise Answer(
+            400,
+            "tenancy.representation-not-an-object",
+            "The tenant representation must be a JSON object ({...}); got %s %s."
+            % (type(document).__name__, shorten(json.dumps(document))),
+        )
+    _check_canonical(document)
+    return document
+
+
+def _parse(raw: bytes) -> object:
+    try:
+        text = raw.decode("utf-8")
+        return json.loads(text, object_pairs_hook=_unique_object, parse_constant=reject_constant)
+    except (ValueError, RecursionError) as exc:
+        # ValueError: bad JSON, bytes that are not UTF-8, a repeated key, NaN.
+        raise Answer(
+            400,
+            "tenancy.representation-not-json",
+            "The tenant representation %r is not valid JSON: %s."
+            % (shorten(raw.decode("utf-8", "replace")), shorten(str(exc) or type(exc).__name__)),
+        ) from None
+
+
+def _check_canonical(document: dict) -> None:
+    """Refuse what the registry could not store as canonical JSON."""
+    try:
+        canonical_json(document)
+    except RecursionError:
+        detail = "The tenant representation is nested too deeply."
+        raise Answer(400, "tenancy.representation-not-json", detail) from None
+    except ValueError:
+        # json.loads reads 1e999 as a float infinity, which JSON cannot carry back.
+        detail = "The tenant representation holds a number too large for JSON (such as 1e999)."
+        raise Answer(400, "tenancy.representation-not-json", detail) from None
+
+
+def read_body(environ: dict, limit: int) -> bytes:
+    """The request body, at most *limit* bytes (``413`` beyond), never read past ``Content-Length``."""
+    length = environ.get("CONTENT_LENGTH") or ""
+    if length:
+        # isdigit() alone takes "²" and other digits int() refuses or reads otherwise.
+        if not (length.isascii() and length.isdigit()):
+            raise Answer(400, "tenancy.bad-content-length", "Content-Length %r is not a number." % shorten(length))
+        if int(length) > limit:
+            raise _too_large(int(length), limit)
+    elif not environ.get("wsgi.input_terminated") and "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", ""):
+        return b""
+    try:
+        raw = environ["wsgi.input"].read(int(length) if length else limit + 1)
+    except Exception as exc:  # a client that stops early: the server's own error type
+        raise Answer(400, "tenancy.unreadable-body", "The request body could not be read: %s." % exc) from None
+    if len(raw) > limit:
+        raise _too_large(len(raw), limit)
+    if length and len(raw) < int(length):
+        raise Answer(
+            400,
+            "tenancy.unreadable-body",
+            "The request body ended after %d of the %s bytes its Content-Length announced." % (len(raw), length),
+        )
+    return raw
+
+
+def _too_large(size: int, limit: int) -> Answer:
+    return Answer(
+        413,
+        "tenancy.representation-too-large",
+        "The tenant representation is %s bytes; at most %d are allowed."
+        % ("over %d" % limit if size > limit else size, limit),
+    )
+
+
+def reject_constant(name: str) -> None:
+    """A ``parse_constant`` for :func:`json.loads`: ``NaN`` and ``Infinity`` are not JSON."""
+    raise ValueError("%s is not JSON" % name)
+
+
+def _unique_object(pairs: list) -> dict:
+    keys = [key for key, _ in pairs]
+    if len(keys) != len(set(keys)):
+        duplicate = next(key for key in keys if keys.count(key) > 1)
+        raise ValueError("key %r appears more than once" % duplicate)
+    return dict(pairs)
