@@ -68,6 +68,7 @@ __all__ = [
     "DEFAULT_MAX_TARGET_LENGTH",
     "PathRefused",
     "Refused",
+    "SAFE_IN_SEGMENT",
     "canonicalize",
     "canonical_path",
     "check_target_length",
@@ -82,6 +83,13 @@ __all__ = [
 #: after the first one.  Clients cannot set ``environ`` keys without an
 #: ``HTTP_`` prefix, so the cache cannot be forged.
 ENVIRON_KEY = "tenancy.canonical_path"
+
+#: The characters a path segment keeps unescaped when tenancy_mw writes one
+#: (``quote(segment, safe=SAFE_IN_SEGMENT)``): RFC 3986's pchar allows the
+#: sub-delims ``!$&'()*+,;=`` and ``:`` ``@`` in a segment as they are
+#: (the unreserved characters ``quote`` never escapes); ``/``, ``?``, ``#``
+#: and ``%`` must be escaped.
+SAFE_IN_SEGMENT = "!$&'()*+,;=:@"
 
 # A path made only of plain segments: no escapes, no empty or dot segments,
 # no control characters.  Most requests match, and skip the per-segment work.
@@ -243,8 +251,7 @@ def _decode_segment(raw: str, encoded: bool) -> str:
         if b"/" in data:
             raise PathRefused(
                 "encoded-slash",
-                "Path segment %r holds an encoded slash (%%2F); a path segment"
-                " may not contain '/'." % shorten(raw),
+                "Path segment %r holds an encoded slash (%%2F); a path segment may not contain '/'." % shorten(raw),
                 raw,
             )
     else:
@@ -271,15 +278,13 @@ def _decode_segment(raw: str, encoded: bool) -> str:
     if "%" in text and _SECOND_ESCAPE.search(text):
         raise PathRefused(
             "double-encoding",
-            "Path segment %r is encoded twice (it still holds a percent-escape"
-            " after decoding)." % shorten(raw),
+            "Path segment %r is encoded twice (it still holds a percent-escape after decoding)." % shorten(raw),
             raw,
         )
     if text == "." or text == "..":
         raise PathRefused(
             "dot-segment",
-            "Path segment %r is a dot segment; send the path with dot segments"
-            " resolved." % shorten(raw),
+            "Path segment %r is a dot segment; send the path with dot segments resolved." % shorten(raw),
             raw,
         )
     return text
@@ -296,7 +301,7 @@ def target_path(target: str) -> str:
     if not target.startswith("/"):
         match = _ABSOLUTE_FORM.match(target)
         if match:
-            target = target[match.end():] or "/"
+            target = target[match.end() :] or "/"
     if "?" in target:
         target = target.split("?", 1)[0]
     if "#" in target:

@@ -71,7 +71,7 @@ from webob import Request
 
 from tenancy_mw.core.bodies import BodyError, read_json_body
 from tenancy_mw.core.errors import render_error
-from tenancy_mw.core.paths import PathRefused, canonical_path, shorten
+from tenancy_mw.core.paths import SAFE_IN_SEGMENT, PathRefused, canonical_path, shorten
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, InvalidTag, validate_tag
 from tenancy_mw.tags.store import TagLimitExceeded, TagStore
 
@@ -88,8 +88,6 @@ MAX_BODY_BYTES = 64 * 1024
 _LIST_ALLOW = "DELETE, GET, HEAD, PUT"
 _TAG_ALLOW = "DELETE, GET, HEAD, PUT"
 _EXAMPLE = '{"tags": ["red", "web"]}'
-# Characters a path segment keeps unescaped in a Location (as tenant ids).
-_SAFE_IN_SEGMENT = "!$&'()*+,;=:@"
 _NO_TAG = object()
 
 
@@ -228,7 +226,7 @@ class TagAPI:
     def _location(environ: dict) -> str:
         """The absolute URL of the request's path: the tag's own URL."""
         segments = canonical_path(environ).segments
-        return Request(environ).host_url + "".join("/" + quote(s, safe=_SAFE_IN_SEGMENT) for s in segments)
+        return Request(environ).host_url + "".join("/" + quote(s, safe=SAFE_IN_SEGMENT) for s in segments)
 
     @staticmethod
     def _json(environ, start_response, status: int, document: dict):

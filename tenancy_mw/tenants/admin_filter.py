@@ -153,7 +153,7 @@ from urllib.parse import parse_qsl, quote
 from oslo_config import cfg
 
 from tenancy_mw.core.base import TenancyMiddleware
-from tenancy_mw.core.paths import CanonicalPath, PathRefused, canonical_path, shorten
+from tenancy_mw.core.paths import SAFE_IN_SEGMENT, CanonicalPath, PathRefused, canonical_path, shorten
 from tenancy_mw.core.sql import error_summary
 from tenancy_mw.extras import missing_extra
 from tenancy_mw.tenants.ids import (
@@ -291,7 +291,6 @@ _SUB_REQUEST_KEYS = frozenset(
 _JSON_TYPES = re.compile(r"\s*application/(?:[\w.+-]+\+)?json\s*(?:;.*)?", re.IGNORECASE)
 _ETAG_LIST = re.compile(r'\s*(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"\s*(?:,\s*(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"\s*)*')
 _ETAG = re.compile(r'(W/)?"([\x21\x23-\x7e\x80-\xff]*)"')
-_SAFE_IN_SEGMENT = "!$&'()*+,;=:@"
 _TENANT_ALLOW = "DELETE, GET, HEAD, PUT"
 _MOVE_ALLOW = "GET, HEAD, POST"
 _ACTION_ALLOW = "POST"
@@ -334,7 +333,7 @@ def parse_if_match(value: str) -> list[str] | None:
 
 
 def _quote(segment: str) -> str:
-    return quote(segment, safe=_SAFE_IN_SEGMENT)
+    return quote(segment, safe=SAFE_IN_SEGMENT)
 
 
 def _http_date(moment) -> str:

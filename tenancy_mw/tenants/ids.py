@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
-from tenancy_mw.core.paths import CanonicalPath, Refused, canonicalize, shorten, target_path
+from tenancy_mw.core.paths import SAFE_IN_SEGMENT, CanonicalPath, Refused, canonicalize, shorten, target_path
 
 __all__ = [
     "DEFAULT_TENANTLESS_COLLECTIONS",
@@ -150,9 +150,6 @@ DEFAULT_TENANTLESS_COLLECTIONS: tuple[str, ...] = (
     "workers",
 )
 
-# Characters left unescaped by quote_tenant_id: RFC 3986 pchar sub-delims
-# plus ':' and '@' (unreserved characters are never escaped by quote()).
-_SAFE_IN_SEGMENT = "!$&'()*+,;=:@"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ESCAPE_TEXT = re.compile(r"%(?:[0-9A-Fa-f]{2}|[Uu][0-9A-Fa-f]{4})")
 
@@ -289,7 +286,7 @@ def quote_tenant_id(tenant_id: str) -> str:
         >>> quote_tenant_id("∑∞∆∏")
         '%E2%88%91%E2%88%9E%E2%88%86%E2%88%8F'
     """
-    return quote(validate_tenant_id(tenant_id), safe=_SAFE_IN_SEGMENT)
+    return quote(validate_tenant_id(tenant_id), safe=SAFE_IN_SEGMENT)
 
 
 def find_version(segments: tuple[str, ...], pattern: re.Pattern, prefix_length: int = 0) -> int:

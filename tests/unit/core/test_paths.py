@@ -209,3 +209,14 @@ def test_one_pass_and_per_segment_decoding_agree(parts, encoded):
         assert fast is None
     else:
         assert fast == expected
+
+
+def test_safe_in_segment_keeps_pchar_sub_delims_and_escapes_what_would_end_a_segment():
+    from urllib.parse import quote
+
+    from tenancy_mw.core.paths import SAFE_IN_SEGMENT
+    from tenancy_mw.tenants.ids import quote_tenant_id
+
+    assert quote("a!$&'()*+,;=:@b", safe=SAFE_IN_SEGMENT) == "a!$&'()*+,;=:@b"
+    assert quote("a/b?c#d%e f", safe=SAFE_IN_SEGMENT) == "a%2Fb%3Fc%23d%25e%20f"
+    assert quote_tenant_id("acme:eu@1") == "acme:eu@1"
