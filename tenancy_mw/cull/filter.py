@@ -86,6 +86,7 @@ From Python::
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import re
@@ -313,7 +314,7 @@ class AdminCull(TenancyMiddleware):
                     accept, content_type) for view in list(views)]
         except PathRefused as exc:
             LOG.info("admin_cull refused path %r: %s", shorten(str(exc.value), 300), exc.detail)
-            return self._answer(environ, exc.status, "tenancy.bad-path." + exc.rule, exc.detail)
+            return functools.partial(self.refuse_path, environ, refused=exc)
         except TooManyCandidates as exc:
             return self._answer(environ, 400, "tenancy.too-many-versions", str(exc))
         for view in views:

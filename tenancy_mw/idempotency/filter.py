@@ -379,7 +379,7 @@ class Idempotency(TenancyMiddleware):
         try:
             path = str(canonical_path(environ))
         except PathRefused as exc:
-            return self.error(environ, start_response, 400, "tenancy.bad-path." + exc.rule, exc.detail)
+            return self.refuse_path(environ, start_response, exc)
         body, refusal = self._read_body(environ)
         if refusal is not None:
             return self.error(environ, start_response, *refusal)

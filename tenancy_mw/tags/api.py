@@ -70,7 +70,7 @@ import sqlalchemy as sa
 from webob import Request
 
 from tenancy_mw.core.bodies import BodyError, read_json_body
-from tenancy_mw.core.errors import render_error
+from tenancy_mw.core.errors import render_error, render_path_refusal
 from tenancy_mw.core.paths import SAFE_IN_SEGMENT, PathRefused, canonical_path, shorten
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, InvalidTag, validate_tag
 from tenancy_mw.tags.store import TagLimitExceeded, TagStore
@@ -119,7 +119,7 @@ class TagAPI:
         try:
             canonical = canonical_path(environ)
         except PathRefused as exc:
-            return self._error(environ, start_response, _Answer(400, "tenancy.bad-path." + exc.rule, exc.detail))
+            return render_path_refusal(environ, start_response, exc, error_format=self.error_format)
         below = canonical.segments[canonical.prefix_length:]
         if len(below) == 2 and below[1] == "tags" and below[0]:
             return self.respond(environ, start_response, below[0])
