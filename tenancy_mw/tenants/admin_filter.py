@@ -174,7 +174,7 @@ from tenancy_mw.tenants.registry import (
     TenantNotFound,
     TenantRegistry,
     TenantStateCache,
-    canonical_json,
+    canonical_document_json,
 )
 
 try:
@@ -855,7 +855,7 @@ class TenantAdmin(TenancyMiddleware):
                 % (type(document).__name__, shorten(json.dumps(document))),
             )
         try:
-            canonical_json(document)
+            canonical_document_json(document)
         except RecursionError:
             detail = "The tenant representation is nested too deeply."
             raise _Answer(400, "tenancy.representation-not-json", detail) from None
@@ -1108,7 +1108,7 @@ class TenantAdmin(TenancyMiddleware):
 
 
 def _etag(document: dict) -> str:
-    return '"%s"' % hashlib.sha256(canonical_json(document).encode("ascii")).hexdigest()
+    return '"%s"' % hashlib.sha256(canonical_document_json(document).encode("ascii")).hexdigest()
 
 
 def _url(environ: dict, segments: tuple[str, ...], trailing_slash: bool) -> str:

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from tenancy_mw.core import sql  # first: without the sql extra, it names it
+from tenancy_mw.core.deprecation import renamed_names
 from tenancy_mw.core.sql import URL, mysql, sa
 from tenancy_mw.tenants.ids import MAX_TENANT_ID_LENGTH, validate_tenant_id
 
@@ -69,6 +70,7 @@ __all__ = [
     "DELETED",
     "DEFAULT_RETENTION",
     "UNKNOWN",
+    "canonical_document_json",
     "MoveRecord",
     "PurgeReport",
     "Tenant",
@@ -247,9 +249,23 @@ def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def canonical_json(document: object) -> str:
-    """*document* as compact JSON with sorted keys, ASCII only (lone surrogates survive any database)."""
+def canonical_document_json(document: object) -> str:
+    """*document* (a decoded JSON value) as the text the registry stores and hashes: compact, sorted keys, ASCII.
+
+    ASCII only, so lone surrogates survive any database; ``NaN`` and the
+    infinities are refused (:class:`ValueError`).  Was ``canonical_json``,
+    which still works for one release with a :class:`DeprecationWarning`.
+
+    Example::
+
+        >>> print(canonical_document_json({"b": 1, "a": "\u00e9"}))
+        {"a":"\\u00e9","b":1}
+    """
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+# The old name of canonical_document_json, for one release.
+__getattr__ = renamed_names(__name__, {"canonical_json": "canonical_document_json"}, globals())
 
 
 def place_key(tenant_id: str, path: Iterable[str]) -> str:
@@ -325,7 +341,7 @@ class TenantRegistry:
         representation and *updatable* is false.
         """
         validate_tenant_id(tenant_id)
-        text = canonical_json(representation)
+        text = canonical_document_json(representation)
         for attempt in range(1, _PUT_ATTEMPTS + 1):
             try:
                 return self._put(tenant_id, text, updatable)
