@@ -54,6 +54,7 @@ from urllib.parse import unquote, urlsplit
 from oslo_config import cfg
 
 from tenancy_mw.core.base import TenancyMiddleware
+from tenancy_mw.core.bodies import BodyError, read_body
 from tenancy_mw.core.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.idempotency.fingerprint import fingerprint
 from tenancy_mw.idempotency.records import InvalidRecord, Record, RecordCodec
@@ -81,7 +82,6 @@ _NOT_REPLAYED = _HOP_BY_HOP | {"set-cookie", "set-cookie2"}
 # Answers that say "try again": the request did not take effect, so the
 # lease is released and a retry runs the app again.
 _NOT_STORED = frozenset({408, 425, 429})
-_BODY_CHUNK = 64 * 1024
 
 OPTS = [
     cfg.StrOpt(
@@ -437,55 +437,19 @@ class Idempotency(TenancyMiddleware):
         return self.shared_scope, True
 
     def _read_body(self, environ: dict):
-        """The request body and a fresh ``wsgi.input`` for the app; or a refusal (status, code, detail)."""
-        length = environ.get("CONTENT_LENGTH")
+        """The request body and a fresh ``wsgi.input`` for the app; or a refusal (status, code, detail).
+
+        :func:`~tenancy_mw.core.bodies.read_body` refuses what cannot be
+        fingerprinted whole (its rule names the ``idempotency.`` code).
+        """
         try:
-            length = int(length) if length else None
-        except ValueError:
-            detail = "Content-Length %r is not a number." % shorten(str(length))
-            return b"", (400, "idempotency.bad-content-length", detail)
-        if length is not None and length < 0:
-            return b"", (400, "idempotency.bad-content-length", "Content-Length %r is negative." % shorten(str(length)))
-        if length is not None and length > self.max_body:
-            return b"", (413, "idempotency.body-too-large",
-                         "The request body is %d bytes; a request with a client token may have %d at most."
-                         % (length, self.max_body))
-        stream = environ.get("wsgi.input")
-        if length is None and not environ.get("wsgi.input_terminated") and environ.get("HTTP_TRANSFER_ENCODING"):
-            # A body with no length, on a server that does not end the input
-            # stream: it cannot be read safely here, so it cannot be
-            # fingerprinted; taking it for empty would let two different
-            # requests share a token's answer.
-            return b"", (411, "idempotency.length-required",
-                         "A request with a client token and Transfer-Encoding %r needs a Content-Length here."
-                         % shorten(environ["HTTP_TRANSFER_ENCODING"]))
-        if stream is None or length == 0 or (length is None and not environ.get("wsgi.input_terminated")):
-            # No body: none was announced, and without Content-Length a
-            # server that does not terminate its input gives none either (PEP 3333).
-            return b"", None
-        limit = self.max_body + 1 if length is None else length
-        try:
-            pieces = []
-            got = 0
-            while got < limit:
-                piece = stream.read(min(_BODY_CHUNK, limit - got))
-                if not piece:
-                    break
-                pieces.append(piece)
-                got += len(piece)
-            body = b"".join(pieces)
-        except Exception as exc:  # noqa: BLE001 - servers raise their own types for a broken body
-            return b"", (400, "idempotency.unreadable-body", "The request body could not be read: %s." % exc)
-        if len(body) > self.max_body:
-            return b"", (413, "idempotency.body-too-large",
-                         "The request body is over %d bytes, the most a request with a client token may have."
-                         % self.max_body)
-        if length is not None and len(body) < length:
-            return b"", (400, "idempotency.unreadable-body",
-                         "The request body ended after %d of its %d bytes." % (len(body), length))
-        # The app reads the same bytes the fingerprint was taken of.
-        environ["wsgi.input"] = io.BytesIO(body)
-        environ["CONTENT_LENGTH"] = str(len(body))
+            body = read_body(environ, self.max_body)
+        except BodyError as exc:
+            return b"", (exc.status, "idempotency." + exc.rule, exc.detail)
+        if body:
+            # The app reads the same bytes the fingerprint was taken of.
+            environ["wsgi.input"] = io.BytesIO(body)
+            environ["CONTENT_LENGTH"] = str(len(body))
         return body, None
 
     def _store_failed(self, environ: dict, start_response: Callable, body: bytes, reason: str):
