@@ -355,38 +355,34 @@ class Idempotency(TenancyMiddleware):
         return self._guarded(environ, start_response, found)
 
     def _guarded(self, environ: dict, start_response: Callable, found: list):
-        token = None
-        header = found[0][1]
-        for value, name in found:
-            try:
-                parsed = parse_token(value, name)
-            except InvalidToken as exc:
-                return self.error(environ, start_response, 400, "idempotency.invalid-token." + exc.rule, exc.detail)
-            if token is not None and parsed != token:
-                return self.error(
-                    environ, start_response, 400, "idempotency.conflicting-tokens",
-                    "%s %r and %s %r name different tokens; send one."
-                    % (header, shorten(token), name, shorten(parsed)),
-                )
-            if token is None:
-                token, header = parsed, name
-        scope, shared = self._scope(environ)
-        if scope is None:
-            return self.error(
-                environ, start_response, 400, "idempotency.no-tenant",
-                "%s needs a tenant to scope it to, and this request has none." % header,
-            )
+        """A request with a client token: run it once, replay its answer, or refuse it."""
         try:
+            token, header = _one_token(found)
+            scope, shared = self._scope(environ)
+            if scope is None:
+                detail = "%s needs a tenant to scope it to, and this request has none." % header
+                raise _Refusal(400, "idempotency.no-tenant", detail)
             path = str(canonical_path(environ))
+            body, refusal = self._read_body(environ)
+            if refusal is not None:
+                raise _Refusal(*refusal)
+        except _Refusal as refusal:
+            return self.error(environ, start_response, *refusal.args)
         except PathRefused as exc:
             return self.refuse_path(environ, start_response, exc)
-        body, refusal = self._read_body(environ)
-        if refusal is not None:
-            return self.error(environ, start_response, *refusal)
         request_fp = fingerprint(
             environ["REQUEST_METHOD"], path, environ.get("QUERY_STRING", ""), body, environ.get("CONTENT_TYPE")
         )
-        key = self.codec.store_key(scope, token, shared)  # type: ignore[arg-type]  # a token was found above
+        key = self.codec.store_key(scope, token, shared)
+        named = "%s %r" % (header, shorten(token))
+        return self._claim(environ, start_response, key, request_fp, body, (named, scope))
+
+    def _claim(self, environ: dict, start_response: Callable, key: str, request_fp: str, body: bytes, who: tuple):
+        """Claim *key* and run the request; or replay, refuse, or wait while another request holds it.
+
+        *who* is (the token as the client sent it, header and value; its scope), for the messages.
+        """
+        named, scope = who
         deadline = time.monotonic() + self.in_flight_timeout if self.wait_in_flight else None
         delay = 0.05
         while True:
@@ -399,21 +395,23 @@ class Idempotency(TenancyMiddleware):
             except StoreError as exc:
                 return self._store_failed(environ, start_response, body, "claiming the token failed: %s" % exc)
             except InvalidRecord as exc:
-                LOG.error("idempotency: the stored record of a %s token of tenant %r is not valid (%s); "
-                          "it is not replayed", header, shorten(scope), exc)
+                LOG.error(
+                    "idempotency: the stored record of %s of tenant %r is not valid (%s); it is not replayed",
+                    named, shorten(scope), exc,
+                )
                 return self._store_failed(environ, start_response, body, "the stored record is not valid")
             if record.fingerprint != request_fp:
                 return self.error(
                     environ, start_response, self.mismatch_status, "idempotency.token-reused",
-                    "%s %r was already used with a different request (method, path, query or body); "
-                    "use a new token for a new request." % (header, shorten(str(token))),
+                    "%s was already used with a different request (method, path, query or body); "
+                    "use a new token for a new request." % named,
                 )
             if not record.in_flight:
                 return self._replay(environ, start_response, record)
             if deadline is None or time.monotonic() >= deadline:
                 return self.error(
                     environ, start_response, 409, "idempotency.in-flight",
-                    "A request with %s %r is still being processed; retry later." % (header, shorten(str(token))),
+                    "A request with %s is still being processed; retry later." % named,
                     headers=self.retry_after,
                 )
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
@@ -585,6 +583,34 @@ class Idempotency(TenancyMiddleware):
                     if name.lower() in fresh and name.lower() != "content-length"]
         headers.append(("Content-Length", str(len(body))))
         return record.status, headers, body
+
+
+class _Refusal(Exception):
+    """A request the filter answers itself: the arguments of :meth:`TenancyMiddleware.error`."""
+
+
+def _one_token(found: list) -> tuple[str, str]:
+    """(token, header) of the client token the request names, once or in several headers; or a :class:`_Refusal`.
+
+    *found* holds (value, header name) pairs, at least one.
+    """
+    token = None
+    header = found[0][1]
+    for value, name in found:
+        try:
+            parsed = parse_token(value, name)
+        except InvalidToken as exc:
+            raise _Refusal(400, "idempotency.invalid-token." + exc.rule, exc.detail) from None
+        if token is not None and parsed != token:
+            raise _Refusal(
+                400,
+                "idempotency.conflicting-tokens",
+                "%s %r and %s %r name different tokens; send one." % (header, shorten(token), name, shorten(parsed)),
+            )
+        if token is None:
+            token, header = parsed, name
+    assert token is not None  # found is never empty
+    return token, header
 
 
 def _stored_headers(headers: list) -> list:
