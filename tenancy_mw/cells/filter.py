@@ -386,7 +386,7 @@ class IdResolver(TenancyMiddleware):
         try:
             matched = self.match(environ)
         except PathRefused as exc:
-            return self.error(environ, start_response, 400, "tenancy.bad-path." + exc.rule, exc.detail)
+            return self.refuse_path(environ, start_response, exc)
         if matched is None or matched[1] in matched[0].except_words:
             return self.application(environ, start_response)
         resource, ident, owner = matched

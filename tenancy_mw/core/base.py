@@ -77,6 +77,8 @@ from tenancy_mw.core import errors
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
+    from tenancy_mw.core.paths import PathRefused
+
     class _ConfigurableMiddleware:
         """What the filters use of oslo's ``ConfigurableMiddleware``, for the type checker.
 
@@ -307,6 +309,10 @@ class TenancyMiddleware(_ConfigurableMiddleware):
         return errors.render_error(
             environ, start_response, status, code, detail, error_format=self.error_format, headers=headers
         )
+
+    def refuse_path(self, environ: dict, start_response: Callable, refused: PathRefused) -> list[bytes]:
+        """Answer a request whose path has no canonical form: *refused*'s status, ``tenancy.bad-path.<rule>``."""
+        return errors.render_path_refusal(environ, start_response, refused, error_format=self.error_format)
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         """Pass the request on; subclasses override this with their plain-WSGI work."""

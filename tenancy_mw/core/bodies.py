@@ -1,6 +1,8 @@
-"""Read a JSON request body with a size limit; every way it can be wrong is one clear error.
+"""Read a request body with a size limit; every way it can be wrong is one clear error.
 
-Plain WSGI (no webob): used by the tag API and the demo.
+Plain WSGI (no webob).  :func:`read_body` reads the raw bytes (the
+idempotency filter fingerprints them); :func:`read_json_body` reads them
+with it and decodes them (the tag API, the demo).
 
 Example::
 
@@ -20,7 +22,7 @@ import json
 
 from tenancy_mw.core.paths import shorten
 
-__all__ = ["MAX_DEPTH", "BodyError", "read_json_body"]
+__all__ = ["MAX_DEPTH", "BodyError", "read_body", "read_json_body"]
 
 #: The deepest nesting of arrays and objects a body may have.  Python's own
 #: parser stops at a depth that depends on the Python version (about 1,000 on
@@ -28,12 +30,18 @@ __all__ = ["MAX_DEPTH", "BodyError", "read_json_body"]
 #: the same on every Python, and keeps code that walks the value recursively safe.
 MAX_DEPTH = 100
 
+# Bytes asked of wsgi.input per read: a server may give fewer, so reading loops.
+_CHUNK = 64 * 1024
+
 
 class BodyError(ValueError):
     """A request body that cannot be used.
 
-    :ivar status: 413 (too large) or 400.
-    :ivar rule: ``"body-too-large"``, ``"bad-body"`` (empty) or ``"bad-json"``.
+    :ivar status: 413 (too large), 411 (length required) or 400.
+    :ivar rule: from :func:`read_body`, ``"body-too-large"``,
+        ``"bad-content-length"``, ``"length-required"`` or
+        ``"unreadable-body"``; from :func:`read_json_body`,
+        ``"body-too-large"``, ``"bad-body"`` or ``"bad-json"``.
     :ivar detail: a sentence for the client.
     """
 
@@ -44,39 +52,102 @@ class BodyError(ValueError):
         self.detail = detail
 
 
+def read_body(environ: dict, max_bytes: int) -> bytes:
+    """The raw body of the request in *environ*, whole; :class:`BodyError` when it cannot be had whole.
+
+    As webob reads a body: never past ``Content-Length`` (a keep-alive
+    socket would block), and without one only a body the server says it
+    ended (chunked, ``wsgi.input_terminated``), read up to *max_bytes*; with
+    neither there is no body (PEP 3333).  ``wsgi.input`` is left as read.
+    Refused (the :attr:`BodyError.rule`):
+
+    - ``bad-content-length`` (400): ``Content-Length`` is not a number, or negative;
+    - ``body-too-large`` (413): over *max_bytes*, announced or read;
+    - ``length-required`` (411): a ``Transfer-Encoding`` without a length on
+      a server that does not end the input: the body cannot be read safely,
+      and taking it for empty would misread it;
+    - ``unreadable-body`` (400): reading failed (a client that broke off, a
+      malformed chunk), or the body ended before its ``Content-Length``.
+
+    Example::
+
+        >>> import io
+        >>> read_body({"CONTENT_LENGTH": "2", "wsgi.input": io.BytesIO(b"{}trailing")}, 64)
+        b'{}'
+    """
+    length = _declared_length(environ, max_bytes)
+    terminated = environ.get("wsgi.input_terminated")
+    if length is None and not terminated and environ.get("HTTP_TRANSFER_ENCODING"):
+        raise BodyError(
+            411,
+            "length-required",
+            "A request body with Transfer-Encoding %r needs a Content-Length here."
+            % shorten(environ["HTTP_TRANSFER_ENCODING"]),
+        )
+    stream = environ.get("wsgi.input")
+    if stream is None or length == 0 or (length is None and not terminated):
+        return b""
+    # One byte past the limit tells a body of exactly max_bytes from a longer one.
+    body = _read_up_to(stream, max_bytes + 1 if length is None else length)
+    if len(body) > max_bytes:
+        raise BodyError(413, "body-too-large", "The request body is over %d bytes." % max_bytes)
+    if length is not None and len(body) < length:
+        raise BodyError(
+            400, "unreadable-body", "The request body ended after %d of its %d bytes." % (len(body), length)
+        )
+    return body
+
+
+def _declared_length(environ: dict, max_bytes: int) -> int | None:
+    """``Content-Length`` as a number (``None`` when absent); :class:`BodyError` when bad or over *max_bytes*."""
+    declared = environ.get("CONTENT_LENGTH")
+    if not declared:
+        return None
+    try:
+        length = int(declared)
+    except ValueError:
+        raise BodyError(400, "bad-content-length", "Content-Length %r is not a number." % shorten(declared)) from None
+    if length < 0:
+        raise BodyError(400, "bad-content-length", "Content-Length %r is negative." % shorten(declared))
+    if length > max_bytes:
+        raise BodyError(
+            413, "body-too-large", "The request body is %d bytes, over the %d accepted here." % (length, max_bytes)
+        )
+    return length
+
+
+def _read_up_to(stream, limit: int) -> bytes:
+    """At most *limit* bytes of *stream*, fewer only at its end."""
+    pieces = []
+    got = 0
+    try:
+        while got < limit:
+            piece = stream.read(min(_CHUNK, limit - got))
+            if not piece:
+                break
+            pieces.append(piece)
+            got += len(piece)
+    except Exception as exc:  # noqa: BLE001 - servers raise their own types for a broken body
+        raise BodyError(
+            400, "unreadable-body", "The request body could not be read (%s)." % shorten(str(exc))
+        ) from None
+    return b"".join(pieces)
+
+
 def read_json_body(environ: dict, max_bytes: int, example: str) -> object:
     """The decoded JSON body of the request in *environ*; :class:`BodyError` when it cannot be had.
 
-    At most *max_bytes* are read, whatever ``Content-Length`` says (a body
-    without one, chunked, is read up to the limit too).  *example* is a
-    valid body, shown in the messages.
+    Read with :func:`read_body` (at most *max_bytes*, whatever
+    ``Content-Length`` says); a body it refuses other than as too large is
+    a ``bad-body`` (400), as is an empty one.  *example* is a valid body,
+    shown in the messages.
     """
-    too_large = BodyError(413, "body-too-large", "The request body is over %d bytes." % max_bytes)
-    declared = environ.get("CONTENT_LENGTH")
-    # As webob reads a body: never past Content-Length (a keep-alive socket
-    # would block), and without one only a body the server says it ended
-    # (chunked, wsgi.input_terminated).  One byte past the limit tells a
-    # body of exactly max_bytes from a longer one.
-    if declared:
-        try:
-            length = int(declared)
-        except ValueError:
-            raise BodyError(400, "bad-body", "Content-Length %r is not a number." % shorten(declared)) from None
-        if length > max_bytes:
-            raise too_large
-        to_read = max(length, 0)
-    elif environ.get("wsgi.input_terminated"):
-        to_read = max_bytes + 1
-    else:
-        to_read = 0
-    stream = environ.get("wsgi.input")
     try:
-        raw = stream.read(to_read) if stream is not None and to_read else b""
-    except (OSError, ValueError) as exc:
-        # A client that broke off, or a malformed chunked body.
-        raise BodyError(400, "bad-body", "The request body could not be read (%s)." % shorten(str(exc))) from None
-    if len(raw) > max_bytes:
-        raise too_large
+        raw = read_body(environ, max_bytes)
+    except BodyError as exc:
+        if exc.status == 413:
+            raise
+        raise BodyError(400, "bad-body", exc.detail) from None
     if not raw.strip():
         raise BodyError(400, "bad-body", "The request body is empty; send %s." % example)
     try:

@@ -30,8 +30,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
+from typing import TYPE_CHECKING
 
-__all__ = ["ERROR_FORMATS", "REQUEST_ID_KEY", "error_body", "render_error"]
+if TYPE_CHECKING:
+    from tenancy_mw.core.paths import PathRefused
+
+__all__ = ["BAD_PATH_CODE", "ERROR_FORMATS", "REQUEST_ID_KEY", "error_body", "render_error", "render_path_refusal"]
+
+#: The error code of a request path with no canonical form; the broken rule follows it.
+BAD_PATH_CODE = "tenancy.bad-path"
 
 #: The values of every filter's ``error_format`` option.
 ERROR_FORMATS = ("api-wg", "nova")
@@ -118,3 +125,17 @@ def render_error(
     if environ.get("REQUEST_METHOD") == "HEAD":
         return [b""]
     return [body]
+
+
+def render_path_refusal(
+    environ: dict, start_response: Callable, refused: PathRefused, *, error_format: str = "api-wg"
+) -> list[bytes]:
+    """Answer a request whose path has no canonical form, as every filter does.
+
+    The status is *refused*'s (``400``, or ``414`` for a request target
+    over a filter's limit), the code ``tenancy.bad-path.<rule>``, the
+    detail *refused*'s sentence.  Filters call it through
+    :meth:`~tenancy_mw.core.base.TenancyMiddleware.refuse_path`.
+    """
+    code = BAD_PATH_CODE + "." + refused.rule
+    return render_error(environ, start_response, refused.status, code, refused.detail, error_format=error_format)

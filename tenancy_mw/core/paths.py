@@ -66,22 +66,33 @@ from urllib.parse import unquote_to_bytes
 __all__ = [
     "CanonicalPath",
     "DEFAULT_MAX_TARGET_LENGTH",
+    "DEFAULT_VERSION_PATTERN",
     "PathRefused",
     "Refused",
+    "SAFE_IN_SEGMENT",
     "canonicalize",
     "canonical_path",
     "check_target_length",
+    "compile_version_pattern",
     "max_target_length_opt",
     "raw_request_path",
     "remember_rewrite",
     "routed_path",
     "target_path",
+    "version_pattern_opt",
 ]
 
 #: ``environ`` key under which the canonical form is cached for the filters
 #: after the first one.  Clients cannot set ``environ`` keys without an
 #: ``HTTP_`` prefix, so the cache cannot be forged.
 ENVIRON_KEY = "tenancy.canonical_path"
+
+#: The characters a path segment keeps unescaped when tenancy_mw writes one
+#: (``quote(segment, safe=SAFE_IN_SEGMENT)``): RFC 3986's pchar allows the
+#: sub-delims ``!$&'()*+,;=`` and ``:`` ``@`` in a segment as they are
+#: (the unreserved characters ``quote`` never escapes); ``/``, ``?``, ``#``
+#: and ``%`` must be escaped.
+SAFE_IN_SEGMENT = "!$&'()*+,;=:@"
 
 # A path made only of plain segments: no escapes, no empty or dot segments,
 # no control characters.  Most requests match, and skip the per-segment work.
@@ -145,6 +156,51 @@ def max_target_length_opt():
         help="Longest request target (path and query string, in bytes as sent) this filter judges; a longer "
         "one is answered 414. Bounds the work any request can cost the filter.",
     )
+
+
+#: ``v`` followed by digits and dots: ``v1``, ``v1.0``, ``v2.1``.
+DEFAULT_VERSION_PATTERN = r"v[0-9]+(?:\.[0-9]+)*"
+
+
+def version_pattern_opt(how: str):
+    """The ``version_pattern`` option of every filter that finds the version segment (one definition).
+
+    *how* is the rest of the option's help: how this filter reads the
+    pattern.  Check the value with :func:`compile_version_pattern`.
+    """
+    from oslo_config import cfg
+
+    return cfg.StrOpt(
+        "version_pattern",
+        default=DEFAULT_VERSION_PATTERN,
+        help="Regular expression a whole version segment matches (Python re syntax" + how,
+    )
+
+
+def compile_version_pattern(pattern: object, *, ignore_case: bool = False) -> re.Pattern:
+    """*pattern* (a ``version_pattern`` value) compiled; :class:`ValueError` saying why when it is refused.
+
+    Refused: anything but a string, a bad regular expression, and a pattern
+    that matches an empty segment (it would take ``//`` for a version).
+
+    Example::
+
+        >>> compile_version_pattern("v[0-9]+", ignore_case=True).fullmatch("V2") is not None
+        True
+        >>> compile_version_pattern("v?")
+        Traceback (most recent call last):
+          ...
+        ValueError: it matches an empty segment
+    """
+    if not isinstance(pattern, str):
+        raise ValueError("a regular expression is required")
+    try:
+        compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except re.error as exc:
+        raise ValueError(str(exc)) from None
+    if compiled.fullmatch(""):
+        raise ValueError("it matches an empty segment")
+    return compiled
 
 
 def target_length(environ: dict) -> int:
@@ -243,8 +299,7 @@ def _decode_segment(raw: str, encoded: bool) -> str:
         if b"/" in data:
             raise PathRefused(
                 "encoded-slash",
-                "Path segment %r holds an encoded slash (%%2F); a path segment"
-                " may not contain '/'." % shorten(raw),
+                "Path segment %r holds an encoded slash (%%2F); a path segment may not contain '/'." % shorten(raw),
                 raw,
             )
     else:
@@ -271,15 +326,13 @@ def _decode_segment(raw: str, encoded: bool) -> str:
     if "%" in text and _SECOND_ESCAPE.search(text):
         raise PathRefused(
             "double-encoding",
-            "Path segment %r is encoded twice (it still holds a percent-escape"
-            " after decoding)." % shorten(raw),
+            "Path segment %r is encoded twice (it still holds a percent-escape after decoding)." % shorten(raw),
             raw,
         )
     if text == "." or text == "..":
         raise PathRefused(
             "dot-segment",
-            "Path segment %r is a dot segment; send the path with dot segments"
-            " resolved." % shorten(raw),
+            "Path segment %r is a dot segment; send the path with dot segments resolved." % shorten(raw),
             raw,
         )
     return text
@@ -296,7 +349,7 @@ def target_path(target: str) -> str:
     if not target.startswith("/"):
         match = _ABSOLUTE_FORM.match(target)
         if match:
-            target = target[match.end():] or "/"
+            target = target[match.end() :] or "/"
     if "?" in target:
         target = target.split("?", 1)[0]
     if "#" in target:

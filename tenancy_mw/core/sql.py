@@ -16,6 +16,8 @@ the tag table all need the same three things.
   connections; on MySQL/MariaDB the ``utf8mb4`` connection charset.
 - :func:`table_options`, the table options that make MySQL/MariaDB tables
   InnoDB (row locks, transactions) and ``utf8mb4``.
+- :func:`is_retryable`, whether a failed transaction may simply run again
+  (a deadlock victim, a serialization failure, a lock wait timeout).
 
 Example::
 
@@ -37,6 +39,7 @@ Example::
 from __future__ import annotations
 
 import os
+import sqlite3
 from typing import Any
 
 from tenancy_mw.extras import missing_extra
@@ -48,7 +51,15 @@ try:
 except ImportError as exc:
     raise missing_extra("sql", __name__, exc) from exc
 
-__all__ = ["EXACT_COLLATIONS", "ExactString", "create_engine", "error_summary", "is_mysql", "table_options"]
+__all__ = [
+    "EXACT_COLLATIONS",
+    "ExactString",
+    "create_engine",
+    "error_summary",
+    "is_mysql",
+    "is_retryable",
+    "table_options",
+]
 
 MARIADB_EXACT_COLLATION = "utf8mb4_nopad_bin"
 MYSQL_EXACT_COLLATION = "utf8mb4_0900_bin"
@@ -159,3 +170,62 @@ def error_summary(exc: BaseException) -> str:
         if lines and lines[0].strip():
             return lines[0].strip()
     return type(orig if orig is not None else exc).__name__
+
+
+#: SQLSTATEs (PostgreSQL) of a transaction the server rolled back for running at the same time as another.
+RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
+#: MySQL/MariaDB error numbers of the same: a deadlock victim, a lock wait timeout.
+RETRYABLE_MYSQL_ERRORS = frozenset({1213, 1205})
+DUPLICATE_KEY_SQLSTATES = frozenset({"23505"})
+DUPLICATE_KEY_MYSQL_ERRORS = frozenset({1062})
+
+
+def is_retryable(exc: BaseException, *, duplicate_key: bool = False) -> bool:
+    """True when the transaction that raised *exc* failed only for racing another one, and may run again.
+
+    *exc* is a SQLAlchemy error (its driver error is read) or a driver error.
+    The caller must have rolled the whole transaction back (leaving
+    ``engine.begin()`` or ``conn.begin()`` does) before it runs it again.
+
+    Taken as retryable, per backend:
+
+    - PostgreSQL: SQLSTATE ``40P01`` (deadlock detected: the server chose
+      this transaction as the victim and rolled it back) and ``40001``
+      (serialization failure, under REPEATABLE READ or SERIALIZABLE, or a
+      ``FOR UPDATE`` on a row another transaction changed).  PostgreSQL's
+      own documentation says to retry both.
+    - MySQL/MariaDB (InnoDB): error 1213 (``ER_LOCK_DEADLOCK``, the victim's
+      transaction was rolled back) and 1205 (``ER_LOCK_WAIT_TIMEOUT``: only
+      the statement is rolled back, so the caller's rollback of the whole
+      transaction is what makes a new try safe).
+    - SQLite: nothing.  Its writers queue on the busy timeout
+      (:func:`create_engine`); a "database is locked" after that is not a
+      race a new try wins quickly.
+
+    With *duplicate_key* (for a caller whose INSERT of a new row may race
+    the same INSERT from another worker, so that a new try finds the row
+    and takes the other path), a unique-key violation is retryable too:
+    PostgreSQL ``23505``, MySQL/MariaDB 1062 (``ER_DUP_ENTRY``) and any
+    SQLite :class:`sqlite3.IntegrityError`.  Without it, a duplicate key is
+    an answer, not a race.
+
+    Example::
+
+        >>> import sqlite3
+        >>> is_retryable(sqlite3.OperationalError("database is locked"))
+        False
+        >>> is_retryable(sqlite3.IntegrityError("UNIQUE constraint failed"), duplicate_key=True)
+        True
+    """
+    orig = getattr(exc, "orig", None) or exc
+    # psycopg2 names the SQLSTATE pgcode, psycopg 3 sqlstate.
+    state = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
+    args: tuple = tuple(getattr(orig, "args", ()))
+    errno = args[0] if args and isinstance(args[0], int) else None
+    if state in RETRYABLE_SQLSTATES or errno in RETRYABLE_MYSQL_ERRORS:
+        return True
+    if not duplicate_key:
+        return False
+    if state in DUPLICATE_KEY_SQLSTATES or errno in DUPLICATE_KEY_MYSQL_ERRORS:
+        return True
+    return isinstance(orig, sqlite3.IntegrityError)

@@ -87,8 +87,8 @@ From Python::
 
 from __future__ import annotations
 
+import functools
 import logging
-import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -103,9 +103,11 @@ from tenancy_mw.core.paths import (
     PathRefused,
     canonical_path,
     check_target_length,
+    compile_version_pattern,
     max_target_length_opt,
     routed_path,
     shorten,
+    version_pattern_opt,
 )
 from tenancy_mw.cull.forms import (
     FORM_BODY_LIMIT,
@@ -132,7 +134,6 @@ from tenancy_mw.cull.rules import (
     parse_rules,
     prepare_folding,
 )
-from tenancy_mw.tenants.ids import DEFAULT_VERSION_PATTERN
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -178,11 +179,7 @@ OPTS = [
         ],
         help="What to do with X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override and _method.",
     ),
-    cfg.StrOpt(
-        "version_pattern",
-        default=DEFAULT_VERSION_PATTERN,
-        help="Regular expression a whole version segment matches (Python re syntax; applied ignoring case).",
-    ),
+    version_pattern_opt("; applied ignoring case)."),
     cfg.IntOpt(
         "max_segments",
         default=100,
@@ -224,11 +221,9 @@ class AdminCull(TenancyMiddleware):
     def configure(self, options) -> None:
         """Compile the version pattern and parse the rules; a bad one raises ConfigError naming it."""
         try:
-            self.version_re = re.compile(options.version_pattern, re.IGNORECASE)
-        except re.error as exc:
+            self.version_re = compile_version_pattern(options.version_pattern, ignore_case=True)
+        except ValueError as exc:
             raise self.config_error("version_pattern", options.version_pattern, str(exc)) from None
-        if self.version_re.fullmatch(""):
-            raise self.config_error("version_pattern", options.version_pattern, "it matches an empty segment")
         sources = list(DEFAULT_RULES) if options.default_rules else []
         if options.cull_tenant_reads:
             sources.append(TENANT_READ_RULE)
@@ -331,7 +326,7 @@ class AdminCull(TenancyMiddleware):
             return self._judge_overrides(environ, method, canonical, views, folded)
         except PathRefused as exc:
             LOG.info("admin_cull refused path %r: %s", shorten(str(exc.value), 300), exc.detail)
-            return self._answer(environ, exc.status, "tenancy.bad-path." + exc.rule, exc.detail)
+            return functools.partial(self.refuse_path, environ, refused=exc)
         except (_Refused, UnreadableBody) as exc:
             return self._answer(environ, exc.status, exc.code, exc.detail)
 

@@ -54,6 +54,7 @@ from urllib.parse import unquote, urlsplit
 from oslo_config import cfg
 
 from tenancy_mw.core.base import TenancyMiddleware
+from tenancy_mw.core.bodies import BodyError, read_body
 from tenancy_mw.core.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.idempotency.fingerprint import fingerprint
 from tenancy_mw.idempotency.records import InvalidRecord, Record, RecordCodec
@@ -81,7 +82,6 @@ _NOT_REPLAYED = _HOP_BY_HOP | {"set-cookie", "set-cookie2"}
 # Answers that say "try again": the request did not take effect, so the
 # lease is released and a retry runs the app again.
 _NOT_STORED = frozenset({408, 425, 429})
-_BODY_CHUNK = 64 * 1024
 
 OPTS = [
     cfg.StrOpt(
@@ -355,38 +355,34 @@ class Idempotency(TenancyMiddleware):
         return self._guarded(environ, start_response, found)
 
     def _guarded(self, environ: dict, start_response: Callable, found: list):
-        token = None
-        header = found[0][1]
-        for value, name in found:
-            try:
-                parsed = parse_token(value, name)
-            except InvalidToken as exc:
-                return self.error(environ, start_response, 400, "idempotency.invalid-token." + exc.rule, exc.detail)
-            if token is not None and parsed != token:
-                return self.error(
-                    environ, start_response, 400, "idempotency.conflicting-tokens",
-                    "%s %r and %s %r name different tokens; send one."
-                    % (header, shorten(token), name, shorten(parsed)),
-                )
-            if token is None:
-                token, header = parsed, name
-        scope, shared = self._scope(environ)
-        if scope is None:
-            return self.error(
-                environ, start_response, 400, "idempotency.no-tenant",
-                "%s needs a tenant to scope it to, and this request has none." % header,
-            )
+        """A request with a client token: run it once, replay its answer, or refuse it."""
         try:
+            token, header = _one_token(found)
+            scope, shared = self._scope(environ)
+            if scope is None:
+                detail = "%s needs a tenant to scope it to, and this request has none." % header
+                raise _Refusal(400, "idempotency.no-tenant", detail)
             path = str(canonical_path(environ))
+            body, refusal = self._read_body(environ)
+            if refusal is not None:
+                raise _Refusal(*refusal)
+        except _Refusal as refusal:
+            return self.error(environ, start_response, *refusal.args)
         except PathRefused as exc:
-            return self.error(environ, start_response, 400, "tenancy.bad-path." + exc.rule, exc.detail)
-        body, refusal = self._read_body(environ)
-        if refusal is not None:
-            return self.error(environ, start_response, *refusal)
+            return self.refuse_path(environ, start_response, exc)
         request_fp = fingerprint(
             environ["REQUEST_METHOD"], path, environ.get("QUERY_STRING", ""), body, environ.get("CONTENT_TYPE")
         )
-        key = self.codec.store_key(scope, token, shared)  # type: ignore[arg-type]  # a token was found above
+        key = self.codec.store_key(scope, token, shared)
+        named = "%s %r" % (header, shorten(token))
+        return self._claim(environ, start_response, key, request_fp, body, (named, scope))
+
+    def _claim(self, environ: dict, start_response: Callable, key: str, request_fp: str, body: bytes, who: tuple):
+        """Claim *key* and run the request; or replay, refuse, or wait while another request holds it.
+
+        *who* is (the token as the client sent it, header and value; its scope), for the messages.
+        """
+        named, scope = who
         deadline = time.monotonic() + self.in_flight_timeout if self.wait_in_flight else None
         delay = 0.05
         while True:
@@ -399,21 +395,23 @@ class Idempotency(TenancyMiddleware):
             except StoreError as exc:
                 return self._store_failed(environ, start_response, body, "claiming the token failed: %s" % exc)
             except InvalidRecord as exc:
-                LOG.error("idempotency: the stored record of a %s token of tenant %r is not valid (%s); "
-                          "it is not replayed", header, shorten(scope), exc)
+                LOG.error(
+                    "idempotency: the stored record of %s of tenant %r is not valid (%s); it is not replayed",
+                    named, shorten(scope), exc,
+                )
                 return self._store_failed(environ, start_response, body, "the stored record is not valid")
             if record.fingerprint != request_fp:
                 return self.error(
                     environ, start_response, self.mismatch_status, "idempotency.token-reused",
-                    "%s %r was already used with a different request (method, path, query or body); "
-                    "use a new token for a new request." % (header, shorten(str(token))),
+                    "%s was already used with a different request (method, path, query or body); "
+                    "use a new token for a new request." % named,
                 )
             if not record.in_flight:
                 return self._replay(environ, start_response, record)
             if deadline is None or time.monotonic() >= deadline:
                 return self.error(
                     environ, start_response, 409, "idempotency.in-flight",
-                    "A request with %s %r is still being processed; retry later." % (header, shorten(str(token))),
+                    "A request with %s is still being processed; retry later." % named,
                     headers=self.retry_after,
                 )
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
@@ -437,55 +435,19 @@ class Idempotency(TenancyMiddleware):
         return self.shared_scope, True
 
     def _read_body(self, environ: dict):
-        """The request body and a fresh ``wsgi.input`` for the app; or a refusal (status, code, detail)."""
-        length = environ.get("CONTENT_LENGTH")
+        """The request body and a fresh ``wsgi.input`` for the app; or a refusal (status, code, detail).
+
+        :func:`~tenancy_mw.core.bodies.read_body` refuses what cannot be
+        fingerprinted whole (its rule names the ``idempotency.`` code).
+        """
         try:
-            length = int(length) if length else None
-        except ValueError:
-            detail = "Content-Length %r is not a number." % shorten(str(length))
-            return b"", (400, "idempotency.bad-content-length", detail)
-        if length is not None and length < 0:
-            return b"", (400, "idempotency.bad-content-length", "Content-Length %r is negative." % shorten(str(length)))
-        if length is not None and length > self.max_body:
-            return b"", (413, "idempotency.body-too-large",
-                         "The request body is %d bytes; a request with a client token may have %d at most."
-                         % (length, self.max_body))
-        stream = environ.get("wsgi.input")
-        if length is None and not environ.get("wsgi.input_terminated") and environ.get("HTTP_TRANSFER_ENCODING"):
-            # A body with no length, on a server that does not end the input
-            # stream: it cannot be read safely here, so it cannot be
-            # fingerprinted; taking it for empty would let two different
-            # requests share a token's answer.
-            return b"", (411, "idempotency.length-required",
-                         "A request with a client token and Transfer-Encoding %r needs a Content-Length here."
-                         % shorten(environ["HTTP_TRANSFER_ENCODING"]))
-        if stream is None or length == 0 or (length is None and not environ.get("wsgi.input_terminated")):
-            # No body: none was announced, and without Content-Length a
-            # server that does not terminate its input gives none either (PEP 3333).
-            return b"", None
-        limit = self.max_body + 1 if length is None else length
-        try:
-            pieces = []
-            got = 0
-            while got < limit:
-                piece = stream.read(min(_BODY_CHUNK, limit - got))
-                if not piece:
-                    break
-                pieces.append(piece)
-                got += len(piece)
-            body = b"".join(pieces)
-        except Exception as exc:  # noqa: BLE001 - servers raise their own types for a broken body
-            return b"", (400, "idempotency.unreadable-body", "The request body could not be read: %s." % exc)
-        if len(body) > self.max_body:
-            return b"", (413, "idempotency.body-too-large",
-                         "The request body is over %d bytes, the most a request with a client token may have."
-                         % self.max_body)
-        if length is not None and len(body) < length:
-            return b"", (400, "idempotency.unreadable-body",
-                         "The request body ended after %d of its %d bytes." % (len(body), length))
-        # The app reads the same bytes the fingerprint was taken of.
-        environ["wsgi.input"] = io.BytesIO(body)
-        environ["CONTENT_LENGTH"] = str(len(body))
+            body = read_body(environ, self.max_body)
+        except BodyError as exc:
+            return b"", (exc.status, "idempotency." + exc.rule, exc.detail)
+        if body:
+            # The app reads the same bytes the fingerprint was taken of.
+            environ["wsgi.input"] = io.BytesIO(body)
+            environ["CONTENT_LENGTH"] = str(len(body))
         return body, None
 
     def _store_failed(self, environ: dict, start_response: Callable, body: bytes, reason: str):
@@ -621,6 +583,34 @@ class Idempotency(TenancyMiddleware):
                     if name.lower() in fresh and name.lower() != "content-length"]
         headers.append(("Content-Length", str(len(body))))
         return record.status, headers, body
+
+
+class _Refusal(Exception):
+    """A request the filter answers itself: the arguments of :meth:`TenancyMiddleware.error`."""
+
+
+def _one_token(found: list) -> tuple[str, str]:
+    """(token, header) of the client token the request names, once or in several headers; or a :class:`_Refusal`.
+
+    *found* holds (value, header name) pairs, at least one.
+    """
+    token = None
+    header = found[0][1]
+    for value, name in found:
+        try:
+            parsed = parse_token(value, name)
+        except InvalidToken as exc:
+            raise _Refusal(400, "idempotency.invalid-token." + exc.rule, exc.detail) from None
+        if token is not None and parsed != token:
+            raise _Refusal(
+                400,
+                "idempotency.conflicting-tokens",
+                "%s %r and %s %r name different tokens; send one." % (header, shorten(token), name, shorten(parsed)),
+            )
+        if token is None:
+            token, header = parsed, name
+    assert token is not None  # found is never empty
+    return token, header
 
 
 def _stored_headers(headers: list) -> list:

@@ -17,7 +17,7 @@ are equal.  The fingerprint is a SHA-256 over:
   different requests;
 - the body: a JSON body (``application/json`` or ``*/*+json``) in
   canonical form, keys sorted and no white space, so key order and
-  spacing do not matter (:func:`canonical_json`); any other body, or a
+  spacing do not matter (:func:`canonical_body_json`); any other body, or a
   JSON body that does not parse, repeats a key, or holds a number that
   a float does not keep exactly (``1e400``, ``0.10000000000000000001``)
   or ``NaN``/``Infinity``, as its bytes.
@@ -40,7 +40,9 @@ import math
 from decimal import Decimal
 from urllib.parse import quote_from_bytes, unquote_to_bytes
 
-__all__ = ["canonical_json", "canonical_media_type", "canonical_query", "fingerprint", "is_json_media_type"]
+from tenancy_mw.core.deprecation import renamed_names
+
+__all__ = ["canonical_body_json", "canonical_media_type", "canonical_query", "fingerprint", "is_json_media_type"]
 
 
 class _DuplicateKey(ValueError):
@@ -75,14 +77,17 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_float=_exact
 _CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def canonical_json(body: bytes) -> bytes | None:
-    """*body* in canonical JSON form, or ``None`` if it is not one unambiguous JSON document.
+def canonical_body_json(body: bytes) -> bytes | None:
+    """The request body *body* in canonical JSON form, or ``None`` if it is not one unambiguous JSON document.
+
+    Was ``canonical_json``, which still works for one release with a
+    :class:`DeprecationWarning`.
 
     Example::
 
-        >>> canonical_json(b'{ "b": [1, 2.0], "a": "\\\\u00e9" }')
+        >>> canonical_body_json(b'{ "b": [1, 2.0], "a": "\\\\u00e9" }')
         b'{"a":"\\xc3\\xa9","b":[1,2.0]}'
-        >>> canonical_json(b'{"a": 1, "a": 2}') is None
+        >>> canonical_body_json(b'{"a": 1, "a": 2}') is None
         True
     """
     try:
@@ -90,6 +95,10 @@ def canonical_json(body: bytes) -> bytes | None:
         return _CANONICAL_ENCODER.encode(_DECODER.decode(text)).encode("utf-8", "surrogatepass")
     except (ValueError, RecursionError, UnicodeError):
         return None
+
+
+# The old name of canonical_body_json, for one release.
+__getattr__ = renamed_names(__name__, {"canonical_json": "canonical_body_json"}, globals())
 
 
 def canonical_query(query: str) -> str:
@@ -155,7 +164,7 @@ def fingerprint(method: str, path: str, query: str, body: bytes, content_type: s
     :param query: the raw query string (``QUERY_STRING``).
     :param content_type: the request's ``Content-Type``; JSON bodies are canonicalised.
     """
-    canonical_body = canonical_json(body) if body and is_json_media_type(content_type) else None
+    canonical_body = canonical_body_json(body) if body and is_json_media_type(content_type) else None
     kind = b"json" if canonical_body is not None else b"bytes"
     digest = hashlib.sha256()
     for part in (

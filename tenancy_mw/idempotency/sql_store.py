@@ -80,20 +80,8 @@ records = sa.Table(  # type: ignore[call-overload]  # ExactString columns
 )
 
 
-#: Times one statement chosen as a deadlock victim is run again.
+#: Times a transaction that lost a race (sql.is_retryable: a deadlock victim, say) is run again.
 _DEADLOCK_RETRIES = 3
-
-
-def _is_deadlock(exc: sa.exc.SQLAlchemyError) -> bool:
-    """True when the database rolled the statement back as a deadlock victim (MySQL/MariaDB 1213,
-    PostgreSQL 40P01 or a 40001 serialization failure)."""
-    orig = getattr(exc, "orig", None)
-    if orig is None:
-        return False
-    if getattr(orig, "pgcode", None) in ("40P01", "40001"):
-        return True
-    args: tuple = tuple(getattr(orig, "args", ()))
-    return bool(args) and args[0] == 1213
 
 
 def _connect_args(url: sa.engine.URL, timeout: float) -> dict:
@@ -144,8 +132,9 @@ class SqlStore:
     #: Rows one opportunistic purge deletes at most.
     PURGE_BATCH = 500
 
-    def __init__(self, url: str | sa.engine.URL, timeout: float = 2.0, purge_interval: float = 300.0,
-                 clock=time.time) -> None:
+    def __init__(
+        self, url: str | sa.engine.URL, timeout: float = 2.0, purge_interval: float = 300.0, clock=time.time
+    ) -> None:
         url = sa.engine.make_url(url)
         engine_args: dict[str, Any] = {"connect_args": _connect_args(url, timeout)}
         if url.get_backend_name() != "sqlite" or url.database not in (None, "", ":memory:"):
@@ -180,7 +169,7 @@ class SqlStore:
                 # statement was rolled back whole, so it is run again rather
                 # than answered as "store down" (a 503, or under fail_open an
                 # unprotected second run).
-                if attempt < _DEADLOCK_RETRIES and _is_deadlock(exc):
+                if attempt < _DEADLOCK_RETRIES and sql.is_retryable(exc):
                     continue
                 message = str(getattr(exc, "orig", None) or exc).strip().splitlines()
                 raise StoreError("database: %s" % (message[0] if message else type(exc).__name__)) from None
@@ -208,11 +197,13 @@ class SqlStore:
                 return Claim(False, value=bytes(found.value))
             # Expired: take it over, unless another request just did.
             taken = self._run(
-                lambda conn, row=row, old=found.owner: conn.execute(
-                    table.update()
-                    .where(table.c.key == key, table.c.owner == old)
-                    .values(owner=row["owner"], expires_at=row["expires_at"], value=row["value"])
-                ).rowcount
+                lambda conn, row=row, old=found.owner: (
+                    conn.execute(
+                        table.update()
+                        .where(table.c.key == key, table.c.owner == old)
+                        .values(owner=row["owner"], expires_at=row["expires_at"], value=row["value"])
+                    ).rowcount
+                )
             )
             if taken == 1:
                 return Claim(True, handle=owner)
@@ -222,11 +213,13 @@ class SqlStore:
         table = records
         expires_at = int(self._clock() + expiration)
         updated = self._run(
-            lambda conn: conn.execute(
-                table.update()
-                .where(table.c.key == key, table.c.owner == handle)
-                .values(value=value, expires_at=expires_at)
-            ).rowcount
+            lambda conn: (
+                conn.execute(
+                    table.update()
+                    .where(table.c.key == key, table.c.owner == handle)
+                    .values(value=value, expires_at=expires_at)
+                ).rowcount
+            )
         )
         return updated == 1
 
@@ -240,9 +233,7 @@ class SqlStore:
     def read(self, key: str) -> bytes | None:
         table = records
         found = self._run(
-            lambda conn: conn.execute(
-                sa.select(table.c.expires_at, table.c.value).where(table.c.key == key)
-            ).first()
+            lambda conn: conn.execute(sa.select(table.c.expires_at, table.c.value).where(table.c.key == key)).first()
         )
         if found is None or found.expires_at <= self._clock():
             return None

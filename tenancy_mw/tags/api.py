@@ -70,8 +70,8 @@ import sqlalchemy as sa
 from webob import Request
 
 from tenancy_mw.core.bodies import BodyError, read_json_body
-from tenancy_mw.core.errors import render_error
-from tenancy_mw.core.paths import PathRefused, canonical_path, shorten
+from tenancy_mw.core.errors import render_error, render_path_refusal
+from tenancy_mw.core.paths import SAFE_IN_SEGMENT, PathRefused, canonical_path, shorten
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, InvalidTag, validate_tag
 from tenancy_mw.tags.store import TagLimitExceeded, TagStore
 
@@ -88,8 +88,6 @@ MAX_BODY_BYTES = 64 * 1024
 _LIST_ALLOW = "DELETE, GET, HEAD, PUT"
 _TAG_ALLOW = "DELETE, GET, HEAD, PUT"
 _EXAMPLE = '{"tags": ["red", "web"]}'
-# Characters a path segment keeps unescaped in a Location (as tenant ids).
-_SAFE_IN_SEGMENT = "!$&'()*+,;=:@"
 _NO_TAG = object()
 
 
@@ -121,7 +119,7 @@ class TagAPI:
         try:
             canonical = canonical_path(environ)
         except PathRefused as exc:
-            return self._error(environ, start_response, _Answer(400, "tenancy.bad-path." + exc.rule, exc.detail))
+            return render_path_refusal(environ, start_response, exc, error_format=self.error_format)
         below = canonical.segments[canonical.prefix_length:]
         if len(below) == 2 and below[1] == "tags" and below[0]:
             return self.respond(environ, start_response, below[0])
@@ -228,7 +226,7 @@ class TagAPI:
     def _location(environ: dict) -> str:
         """The absolute URL of the request's path: the tag's own URL."""
         segments = canonical_path(environ).segments
-        return Request(environ).host_url + "".join("/" + quote(s, safe=_SAFE_IN_SEGMENT) for s in segments)
+        return Request(environ).host_url + "".join("/" + quote(s, safe=SAFE_IN_SEGMENT) for s in segments)
 
     @staticmethod
     def _json(environ, start_response, status: int, document: dict):

@@ -78,9 +78,7 @@ LOG = logging.getLogger(__name__)
 
 # Ids per query in tags_of_many: below SQLite's limit of bound parameters.
 _BATCH = 10_000
-# Deadlocks and serialisation failures: the transaction is run again.
-_RETRY_PGCODES = frozenset({"40001", "40P01"})
-_RETRY_MYSQL_ERRNOS = frozenset({1213, 1205})
+# Deadlocks and serialisation failures (sql.is_retryable): the transaction is run again.
 _ATTEMPTS = 5
 
 
@@ -112,14 +110,6 @@ def _refuse_text(values: object, name: str) -> None:
     # A string is iterable too: "abc" would be read as "a", "b", "c".
     if isinstance(values, (str, bytes)):
         raise TypeError("%s must be an iterable of strings, not a string (%s)" % (name, shorten(repr(values))))
-
-
-def _retryable(exc: sa.exc.DBAPIError) -> bool:
-    orig = getattr(exc, "orig", None)
-    if getattr(orig, "pgcode", None) in _RETRY_PGCODES:
-        return True
-    args = getattr(orig, "args", ())
-    return bool(args) and args[0] in _RETRY_MYSQL_ERRNOS  # type: ignore[misc]
 
 
 def _check_connection(connection: object) -> None:
@@ -420,7 +410,7 @@ class TagStore:
                     with conn.begin():
                         return work(conn)
             except sa.exc.DBAPIError as exc:
-                if attempt == _ATTEMPTS or not _retryable(exc):
+                if attempt == _ATTEMPTS or not sql.is_retryable(exc):
                     raise
                 time.sleep(0.01 * attempt)
         raise AssertionError("unreachable")  # pragma: no cover

@@ -46,7 +46,17 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
-from tenancy_mw.core.paths import CanonicalPath, Refused, canonicalize, shorten, target_path
+from tenancy_mw.core.paths import (
+    DEFAULT_VERSION_PATTERN,
+    SAFE_IN_SEGMENT,
+    CanonicalPath,
+    Refused,
+    canonicalize,
+    compile_version_pattern,
+    shorten,
+    target_path,
+    version_pattern_opt,
+)
 
 __all__ = [
     "DEFAULT_TENANTLESS_COLLECTIONS",
@@ -68,9 +78,6 @@ __all__ = [
 
 #: The spec's limit, in characters (code points).
 MAX_TENANT_ID_LENGTH = 255
-
-#: ``v`` followed by digits and dots: ``v1``, ``v1.0``, ``v2.1``.
-DEFAULT_VERSION_PATTERN = r"v[0-9]+(?:\.[0-9]+)*"
 
 #: The values of ``tenant_in_path``, the default first.
 LAYOUTS = ("optional", "always", "never")
@@ -150,9 +157,6 @@ DEFAULT_TENANTLESS_COLLECTIONS: tuple[str, ...] = (
     "workers",
 )
 
-# Characters left unescaped by quote_tenant_id: RFC 3986 pchar sub-delims
-# plus ':' and '@' (unreserved characters are never escaped by quote()).
-_SAFE_IN_SEGMENT = "!$&'()*+,;=:@"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ESCAPE_TEXT = re.compile(r"%(?:[0-9A-Fa-f]{2}|[Uu][0-9A-Fa-f]{4})")
 
@@ -289,7 +293,7 @@ def quote_tenant_id(tenant_id: str) -> str:
         >>> quote_tenant_id("∑∞∆∏")
         '%E2%88%91%E2%88%9E%E2%88%86%E2%88%8F'
     """
-    return quote(validate_tenant_id(tenant_id), safe=_SAFE_IN_SEGMENT)
+    return quote(validate_tenant_id(tenant_id), safe=SAFE_IN_SEGMENT)
 
 
 def find_version(segments: tuple[str, ...], pattern: re.Pattern, prefix_length: int = 0) -> int:
@@ -454,9 +458,10 @@ class TenantLayout:
         extra_tenantless_collections: Iterable[str] = (),
     ) -> None:
         self.version_pattern = version_pattern
-        self.version_re = _compile("version_pattern", version_pattern)
-        if self.version_re.fullmatch(""):
-            raise LayoutError("version_pattern", version_pattern, "it matches an empty segment")
+        try:
+            self.version_re = compile_version_pattern(version_pattern)
+        except ValueError as exc:
+            raise LayoutError("version_pattern", version_pattern, str(exc)) from None
         if tenant_in_path not in LAYOUTS:
             raise LayoutError("tenant_in_path", tenant_in_path, "choose one of %s" % ", ".join(LAYOUTS))
         self.tenant_in_path = tenant_in_path
@@ -630,12 +635,9 @@ def tenant_layout_opts() -> list:
     from oslo_config import cfg
 
     return [
-        cfg.StrOpt(
-            "version_pattern",
-            default=DEFAULT_VERSION_PATTERN,
-            help="Regular expression a whole version segment matches (Python re syntax). The version is the last "
-            "segment of the mount point (SCRIPT_NAME) when it matches, else the first segment after the mount; the "
-            "tenant, when the path carries one, is the segment after it.",
+        version_pattern_opt(
+            "). The version is the last segment of the mount point (SCRIPT_NAME) when it matches, else the first "
+            "segment after the mount; the tenant, when the path carries one, is the segment after it."
         ),
         _tenant_in_path_opt(),
         cfg.ListOpt(

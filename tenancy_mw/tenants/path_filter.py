@@ -363,8 +363,9 @@ class TenantPath(TenancyMiddleware):
         except Refused as exc:
             # A path with no canonical form (400, 414), or a segment the layout cannot tell apart (404).
             LOG.debug("tenant_path refused %r: %s", shorten(str(exc.value), 300), exc.detail)
-            prefix = "tenancy.bad-path." if isinstance(exc, PathRefused) else "tenancy."
-            return self.error(environ, start_response, exc.status, prefix + exc.rule, exc.detail)
+            if isinstance(exc, PathRefused):
+                return self.refuse_path(environ, start_response, exc)
+            return self.error(environ, start_response, exc.status, "tenancy." + exc.rule, exc.detail)
         environ[TENANT_SEGMENT_KEY] = index
         if index >= 0:
             return self._path_tenant(environ, start_response, canonical, index)

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from tenancy_mw.core import sql  # first: without the sql extra, it names it
+from tenancy_mw.core.deprecation import renamed_names
 from tenancy_mw.core.sql import URL, mysql, sa
 from tenancy_mw.tenants.ids import MAX_TENANT_ID_LENGTH, validate_tenant_id
 
@@ -69,6 +70,7 @@ __all__ = [
     "DELETED",
     "DEFAULT_RETENTION",
     "UNKNOWN",
+    "canonical_document_json",
     "MoveRecord",
     "PurgeReport",
     "Tenant",
@@ -247,9 +249,23 @@ def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def canonical_json(document: object) -> str:
-    """*document* as compact JSON with sorted keys, ASCII only (lone surrogates survive any database)."""
+def canonical_document_json(document: object) -> str:
+    """*document* (a decoded JSON value) as the text the registry stores and hashes: compact, sorted keys, ASCII.
+
+    ASCII only, so lone surrogates survive any database; ``NaN`` and the
+    infinities are refused (:class:`ValueError`).  Was ``canonical_json``,
+    which still works for one release with a :class:`DeprecationWarning`.
+
+    Example::
+
+        >>> print(canonical_document_json({"b": 1, "a": "\u00e9"}))
+        {"a":"\\u00e9","b":1}
+    """
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+# The old name of canonical_document_json, for one release.
+__getattr__ = renamed_names(__name__, {"canonical_json": "canonical_document_json"}, globals())
 
 
 def place_key(tenant_id: str, path: Iterable[str]) -> str:
@@ -325,7 +341,7 @@ class TenantRegistry:
         representation and *updatable* is false.
         """
         validate_tenant_id(tenant_id)
-        text = canonical_json(representation)
+        text = canonical_document_json(representation)
         for attempt in range(1, _PUT_ATTEMPTS + 1):
             try:
                 return self._put(tenant_id, text, updatable)
@@ -334,7 +350,7 @@ class TenantRegistry:
                 # row that does not exist yet, so one INSERT loses (a
                 # duplicate key; a deadlock on MariaDB's gap locks).  Again,
                 # it finds the row and answers as a second PUT does.
-                if attempt == _PUT_ATTEMPTS or not _lost_a_race(exc):
+                if attempt == _PUT_ATTEMPTS or not sql.is_retryable(exc, duplicate_key=True):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -403,8 +419,9 @@ class TenantRegistry:
             )
             return _tenant(values)
 
-    def purge(self, retention: timedelta = DEFAULT_RETENTION, *, now: datetime | None = None,
-              dry_run: bool = False) -> PurgeReport:
+    def purge(
+        self, retention: timedelta = DEFAULT_RETENTION, *, now: datetime | None = None, dry_run: bool = False
+    ) -> PurgeReport:
         """Remove the tenants deleted more than *retention* ago, and every move record naming them.
 
         Returns a :class:`PurgeReport` of what was removed; with *dry_run*,
@@ -425,7 +442,7 @@ class TenantRegistry:
         with self._write() as conn:
             report.tenants = ids = [row[0] for row in conn.execute(select_ids)]
             for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
+                chunk = ids[start : start + 500]
                 moves = sa.or_(moves_table.c.source_tenant.in_(chunk), moves_table.c.dest_tenant.in_(chunk))
                 if dry_run:
                     count = sa.select(sa.func.count()).select_from(moves_table).where(moves)
@@ -457,8 +474,13 @@ class TenantRegistry:
                 found[tenant_id] = _tenant(row) if row is not None else None
             yield conn, found
 
-    def record_moves(self, conn: sa.Connection, source_tenant: str, dest_tenant: str,
-                     moved: Iterable[tuple[tuple[str, ...], tuple[str, ...]]]) -> int:
+    def record_moves(
+        self,
+        conn: sa.Connection,
+        source_tenant: str,
+        dest_tenant: str,
+        moved: Iterable[tuple[tuple[str, ...], tuple[str, ...]]],
+    ) -> int:
         """Record that each ``(old_path, new_path)`` of *moved* went from *source_tenant* to *dest_tenant*.
 
         Run inside :meth:`move_lock`'s transaction.  A record of a move *out
@@ -516,8 +538,9 @@ class TenantRegistry:
         if best is None:
             return None
         row, length = best
-        record = MoveRecord(row["source_tenant"], _split(row["source_path"]), row["dest_tenant"],
-                            _split(row["dest_path"]), row["moved"])
+        record = MoveRecord(
+            row["source_tenant"], _split(row["source_path"]), row["dest_tenant"], _split(row["dest_path"]), row["moved"]
+        )
         return record, path[length:]
 
     # Transactions ---------------------------------------------------------
@@ -542,22 +565,6 @@ class TenantRegistry:
 
 
 _PUT_ATTEMPTS = 3
-
-# SQLSTATEs and MySQL error numbers of a transaction that lost a race and may simply run again.
-_RACE_SQLSTATES = {"23505", "40001", "40P01"}
-_RACE_MYSQL_ERRORS = {1062, 1205, 1213}
-
-
-def _lost_a_race(exc: sa.exc.DBAPIError) -> bool:
-    """A duplicate key, a deadlock or a serialization failure: worth one more try."""
-    if isinstance(exc, sa.exc.IntegrityError) and "sqlite" in type(exc.orig).__module__:
-        return True
-    orig = exc.orig
-    if getattr(orig, "pgcode", None) in _RACE_SQLSTATES:
-        return True
-    args: tuple = getattr(orig, "args", ())
-    return bool(args) and args[0] in _RACE_MYSQL_ERRORS
-
 
 # A worker forked from a process whose registries hold pooled connections
 # must not share those connections with its parent.

@@ -17,10 +17,10 @@ from email.utils import format_datetime
 from http import HTTPStatus
 from urllib.parse import quote
 
-from tenancy_mw.core.paths import shorten
+from tenancy_mw.core.paths import SAFE_IN_SEGMENT, shorten
 from tenancy_mw.core.sql import error_summary
 from tenancy_mw.extras import missing_extra
-from tenancy_mw.tenants.registry import canonical_json
+from tenancy_mw.tenants.registry import canonical_document_json
 
 try:
     import sqlalchemy as sa
@@ -45,7 +45,6 @@ LOG = logging.getLogger(__name__)
 
 _ETAG_LIST = re.compile(r'\s*(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"\s*(?:,\s*(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"\s*)*')
 _ETAG = re.compile(r'(W/)?"([\x21\x23-\x7e\x80-\xff]*)"')
-_SAFE_IN_SEGMENT = "!$&'()*+,;=:@"
 
 
 class Answer(Exception):
@@ -125,7 +124,7 @@ def json_bytes(document: object) -> bytes:
 
 def etag(document: dict) -> str:
     """The strong ``ETag`` of *document*: a hash of its canonical JSON."""
-    return '"%s"' % hashlib.sha256(canonical_json(document).encode("ascii")).hexdigest()
+    return '"%s"' % hashlib.sha256(canonical_document_json(document).encode("ascii")).hexdigest()
 
 
 def url(environ: dict, segments: tuple[str, ...], trailing_slash: bool) -> str:
@@ -143,7 +142,7 @@ def url(environ: dict, segments: tuple[str, ...], trailing_slash: bool) -> str:
         port = environ.get("SERVER_PORT", "")
         if port and port != ("443" if scheme == "https" else "80"):
             host += ":" + port
-    path = "".join("/" + quote(s, safe=_SAFE_IN_SEGMENT) for s in segments)
+    path = "".join("/" + quote(s, safe=SAFE_IN_SEGMENT) for s in segments)
     return "%s://%s%s%s" % (scheme, host, path, "/" if trailing_slash else "")
 
 

@@ -278,7 +278,7 @@ class TenantAdmin(TenancyMiddleware):
             index = routes.tenant_index(environ, canonical, self.layout)
         except PathRefused as exc:
             # tenant_path answers these first; this is for a pipeline without it.
-            return self.error(environ, start_response, 400, "tenancy.bad-path." + exc.rule, exc.detail)
+            return self.refuse_path(environ, start_response, exc)
         except UnknownPathSegment as exc:
             return self.error(environ, start_response, exc.status, "tenancy." + exc.rule, exc.detail)
         found = environ.get(TENANT_ID_KEY)

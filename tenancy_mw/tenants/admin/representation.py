@@ -14,7 +14,7 @@ import re
 
 from tenancy_mw.core.paths import shorten
 from tenancy_mw.tenants.admin.answers import Answer
-from tenancy_mw.tenants.registry import canonical_json
+from tenancy_mw.tenants.registry import canonical_document_json
 
 __all__ = ["read_body", "read_representation"]
 
@@ -62,7 +62,7 @@ def _parse(raw: bytes) -> object:
 def _check_canonical(document: dict) -> None:
     """Refuse what the registry could not store as canonical JSON."""
     try:
-        canonical_json(document)
+        canonical_document_json(document)
     except RecursionError:
         detail = "The tenant representation is nested too deeply."
         raise Answer(400, "tenancy.representation-not-json", detail) from None

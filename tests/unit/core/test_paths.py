@@ -209,3 +209,63 @@ def test_one_pass_and_per_segment_decoding_agree(parts, encoded):
         assert fast is None
     else:
         assert fast == expected
+
+
+def test_safe_in_segment_keeps_pchar_sub_delims_and_escapes_what_would_end_a_segment():
+    from urllib.parse import quote
+
+    from tenancy_mw.core.paths import SAFE_IN_SEGMENT
+    from tenancy_mw.tenants.ids import quote_tenant_id
+
+    assert quote("a!$&'()*+,;=:@b", safe=SAFE_IN_SEGMENT) == "a!$&'()*+,;=:@b"
+    assert quote("a/b?c#d%e f", safe=SAFE_IN_SEGMENT) == "a%2Fb%3Fc%23d%25e%20f"
+    assert quote_tenant_id("acme:eu@1") == "acme:eu@1"
+
+
+def _filters_with_a_version_pattern():
+    from tenancy_mw import opts
+
+    return {cls.opt_group: cls for cls in opts.FILTERS if any(o.dest == "version_pattern" for o in cls.all_opts())}
+
+
+def test_the_four_path_reading_filters_share_one_version_pattern_option():
+    from tenancy_mw.core.paths import DEFAULT_VERSION_PATTERN
+
+    found = _filters_with_a_version_pattern()
+    assert sorted(found) == ["admin_cull", "id_resolver", "tenant_admin", "tenant_path"]
+    for cls in found.values():
+        (opt,) = [o for o in cls.all_opts() if o.dest == "version_pattern"]
+        assert opt.default == DEFAULT_VERSION_PATTERN
+        assert opt.help.startswith("Regular expression a whole version segment matches (Python re syntax")
+
+
+@pytest.mark.parametrize("group", ["admin_cull", "id_resolver", "tenant_admin", "tenant_path"])
+@pytest.mark.parametrize("pattern", ["v?", "(v[0-9]+)?", ".*", "v[0-9]*|"])
+def test_each_filter_refuses_at_load_a_version_pattern_matching_an_empty_segment(group, pattern):
+    from tenancy_mw.core.base import ConfigError
+    from tests.support.apps import Recorder
+    from tests.support.filter_configs import minimal_options
+
+    cls = _filters_with_a_version_pattern()[group]
+    with pytest.raises(ConfigError, match=r"%s: option version_pattern = .* it matches an empty segment" % group):
+        cls(Recorder(), minimal_options(group, version_pattern=pattern))
+
+
+@pytest.mark.parametrize("group", ["admin_cull", "id_resolver", "tenant_admin", "tenant_path"])
+def test_each_filter_refuses_at_load_a_version_pattern_that_is_no_regular_expression(group):
+    from tenancy_mw.core.base import ConfigError
+    from tests.support.apps import Recorder
+    from tests.support.filter_configs import minimal_options
+
+    cls = _filters_with_a_version_pattern()[group]
+    with pytest.raises(ConfigError, match=r"%s: option version_pattern = 'v\[0-9' is invalid" % group):
+        cls(Recorder(), minimal_options(group, version_pattern="v[0-9"))
+
+
+def test_compile_version_pattern_reads_ignoring_case_only_when_asked():
+    from tenancy_mw.core.paths import compile_version_pattern
+
+    assert compile_version_pattern("v[0-9]+").fullmatch("V2") is None
+    assert compile_version_pattern("v[0-9]+", ignore_case=True).fullmatch("V2")
+    with pytest.raises(ValueError, match="a regular expression is required"):
+        compile_version_pattern(None)

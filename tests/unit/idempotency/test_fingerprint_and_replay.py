@@ -152,3 +152,23 @@ def test_sql_claims_racing_a_release_all_get_an_answer(sql_url):
             assert sorted(answers, key=repr) == [False, False, True], answers
     finally:
         store.close()
+
+
+def test_canonical_body_json_reads_one_unambiguous_document_or_none():
+    from tenancy_mw.idempotency.fingerprint import canonical_body_json
+
+    assert canonical_body_json(b'{ "b": [1, 2.0], "a": "\\u00e9" }') == '{"a":"é","b":[1,2.0]}'.encode()
+    assert canonical_body_json(b'{"a": 1, "a": 2}') is None
+    assert canonical_body_json(b"not json") is None
+
+
+def test_canonical_json_is_the_old_name_of_canonical_body_json_and_warns():
+    import pytest
+
+    from tenancy_mw.idempotency import fingerprint as module
+
+    with pytest.warns(DeprecationWarning, match=r"fingerprint\.canonical_body_json"):
+        old = module.canonical_json
+    assert old is module.canonical_body_json
+    with pytest.warns(DeprecationWarning, match="canonical_body_json"):
+        from tenancy_mw.idempotency.fingerprint import canonical_json  # noqa: F401

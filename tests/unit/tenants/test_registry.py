@@ -76,7 +76,7 @@ def test_ids_compare_exactly(registry):
 
 
 def test_representations_survive_every_backend(registry):
-    big = {"notes": "é∑\U0001F600\ud800\x00" + "x" * 200_000, "n": [1.5, None, True]}
+    big = {"notes": "é∑\U0001f600\ud800\x00" + "x" * 200_000, "n": [1.5, None, True]}
     registry.put("acme", big)
     assert registry.get("acme").representation == big
 
@@ -333,3 +333,23 @@ def test_purge_with_a_retention_older_than_any_date_removes_nothing(registry):
     report = registry.purge(timedelta(days=999_999_999))
     assert report.tenants == []
     assert registry.state("gone") == "deleted"
+
+
+def test_canonical_document_json_is_compact_sorted_ascii_and_refuses_nan():
+    from tenancy_mw.tenants import registry
+
+    assert registry.canonical_document_json({"b": [1, 2], "a": "é"}) == '{"a":"\\u00e9","b":[1,2]}'
+    with pytest.raises(ValueError, match="JSON compliant"):
+        registry.canonical_document_json({"a": float("nan")})
+
+
+def test_canonical_json_is_the_old_name_of_canonical_document_json_and_warns():
+    from tenancy_mw.tenants import registry
+
+    with pytest.warns(DeprecationWarning, match=r"registry\.canonical_document_json"):
+        old = registry.canonical_json
+    assert old is registry.canonical_document_json
+    with pytest.warns(DeprecationWarning, match="canonical_document_json"):
+        from tenancy_mw.tenants.registry import canonical_json  # noqa: F401
+    with pytest.raises(AttributeError):
+        registry.no_such_name  # noqa: B018
