@@ -33,9 +33,21 @@ _FILTER_CLASSES = (
     ("tenancy_mw.tenants.path_filter", "TenantPath"),
     ("tenancy_mw.cull.filter", "AdminCull"),
     ("tenancy_mw.cells.filter", "IdResolver"),
-    ("tenancy_mw.tenants.admin_filter", "TenantAdmin"),
+    ("tenancy_mw.tenants.admin.filter", "TenantAdmin"),
     ("tenancy_mw.idempotency.filter", "Idempotency"),
     ("tenancy_mw.tags.filter", "TagQueryFilter"),
+)
+
+
+#: Each filter's ``list_opts``, the target of its own namespace (setup.cfg), in the same order.
+_NAMESPACE_LISTS = (
+    "tenancy_mw.tenants.path_filter:list_opts",
+    "tenancy_mw.cull.filter:list_opts",
+    "tenancy_mw.cells.filter:list_opts",
+    # Its options need no SQL, the filter does: the options module lists them on any install.
+    "tenancy_mw.tenants.admin.options:list_opts",
+    "tenancy_mw.idempotency:list_opts",
+    "tenancy_mw.tags.filter:list_opts",
 )
 
 
@@ -59,4 +71,9 @@ def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
         >>> [group for group, _ in list_opts()]
         ['tenant_path', 'admin_cull', 'id_resolver', 'tenant_admin', 'idempotency', 'tag_query']
     """
-    return [pair for cls in _filters() for pair in cls.list_opts()]
+    return [pair for path in _NAMESPACE_LISTS for pair in _function(path)()]
+
+
+def _function(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)

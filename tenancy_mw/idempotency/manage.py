@@ -24,7 +24,7 @@ __all__ = ["register"]
 def _purge(args: argparse.Namespace) -> int:
     from tenancy_mw.idempotency.sql_store import TABLE_NAME, purge_expired
 
-    url = manage._require_url(args)  # the shared check: a URL given, and well formed
+    url = manage.require_url(args)  # the shared check: a URL given, and well formed
     engine = sql.create_engine(url)
     try:
         if not sa.inspect(engine).has_table(TABLE_NAME):

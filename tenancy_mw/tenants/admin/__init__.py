@@ -9,17 +9,26 @@ The filter's public names, from their modules: :class:`TenantAdmin`,
 
 from __future__ import annotations
 
-from tenancy_mw.tenants.admin.answers import parse_if_match
-from tenancy_mw.tenants.admin.discovery import DISCOVERY_BODY_LIMIT, DISCOVERY_MEMBER
-from tenancy_mw.tenants.admin.filter import TenantAdmin, list_opts, set_defaults
-from tenancy_mw.tenants.admin.options import OPTS
+import importlib
+from typing import Any
 
-__all__ = [
-    "DISCOVERY_BODY_LIMIT",
-    "DISCOVERY_MEMBER",
-    "OPTS",
-    "TenantAdmin",
-    "list_opts",
-    "parse_if_match",
-    "set_defaults",
-]
+#: The package's public names and the module of each, imported when first named: the
+#: options module must import without the filter, which needs the ``sql`` extra.
+_HOMES = {
+    "DISCOVERY_BODY_LIMIT": "tenancy_mw.tenants.admin.discovery",
+    "DISCOVERY_MEMBER": "tenancy_mw.tenants.admin.discovery",
+    "OPTS": "tenancy_mw.tenants.admin.options",
+    "TenantAdmin": "tenancy_mw.tenants.admin.filter",
+    "list_opts": "tenancy_mw.tenants.admin.filter",
+    "parse_if_match": "tenancy_mw.tenants.admin.answers",
+    "set_defaults": "tenancy_mw.tenants.admin.filter",
+}
+
+__all__ = sorted(_HOMES)  # noqa: PLE0605 - the names come from __getattr__
+
+
+def __getattr__(name: str) -> Any:
+    """A public name of the filter, from its module (:data:`_HOMES`)."""
+    if name not in _HOMES:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    return getattr(importlib.import_module(_HOMES[name]), name)

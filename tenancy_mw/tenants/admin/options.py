@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+import sys
+from typing import Any
+
 from oslo_config import cfg
 
+from tenancy_mw.core.base import COMMON_OPTS
 from tenancy_mw.tenants.ids import tenant_layout_opts
 
-__all__ = ["OPTS"]
+__all__ = ["OPTS", "list_opts", "set_defaults"]
 
 OPTS = [
     cfg.StrOpt(
@@ -82,3 +87,27 @@ OPTS = [
     # In a pipeline with tenant_path, tenant_path's decision is followed; these decide without it.
     *tenant_layout_opts(),
 ]
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Copies of ``tenant_admin``'s options: the ``tenancy_mw.tenant_admin`` ``oslo.config.opts`` namespace.
+
+    The filter needs the ``sql`` extra (its registry is a database); its
+    options do not, so ``oslo-config-generator`` lists them on any install.
+    Once the filter is imported, its own list is given, with whatever
+    :func:`set_defaults` changed.
+
+        >>> [(group, len(opts) > 10) for group, opts in list_opts()]
+        [('tenant_admin', True)]
+    """
+    loaded = sys.modules.get("tenancy_mw.tenants.admin.filter")
+    if loaded is not None:
+        return loaded.TenantAdmin.list_opts()
+    return [("tenant_admin", copy.deepcopy(list(COMMON_OPTS) + list(OPTS)))]
+
+
+def set_defaults(**defaults: Any) -> None:
+    """Change ``tenant_admin``'s defaults for the process (:func:`tenancy_mw.tenants.admin.filter.set_defaults`)."""
+    from tenancy_mw.tenants.admin.filter import set_defaults as filter_set_defaults
+
+    filter_set_defaults(**defaults)

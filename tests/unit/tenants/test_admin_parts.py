@@ -169,3 +169,19 @@ def test_the_01_path_is_the_package_with_a_warning_naming_it():
     )
     assert done.stdout.split() == ["True", "tenancy_mw.tenants.admin.filter"]
     assert "tenancy_mw.tenant_admin moved to tenancy_mw.tenants.admin in tenancy_mw 0.2.0" in done.stderr
+
+
+def test_the_options_module_lists_what_the_filter_lists_without_importing_it():
+    # A fresh interpreter, where the filter (and so the registry's SQL) is not imported.
+    code = (
+        "import sys\n"
+        "from tenancy_mw.tenants.admin import options\n"
+        "listed = options.list_opts()\n"
+        "assert 'tenancy_mw.tenants.admin.filter' not in sys.modules\n"
+        "print(repr([(g, [(o.dest, o.default, o.help) for o in opts]) for g, opts in listed]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    from tenancy_mw.tenants.admin.filter import TenantAdmin
+
+    expected = [(g, [(o.dest, o.default, o.help) for o in opts]) for g, opts in TenantAdmin.list_opts()]
+    assert done.stdout.strip() == repr(expected)
