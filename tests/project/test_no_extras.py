@@ -180,7 +180,9 @@ def test_id_resolvers_parsers_work_and_its_cell_lookup_names_the_extra(bare):
     # The filter looks ids up in the cells' databases: through paste (no lookup object to give)
     # it needs the sql extra, and says so when it loads.
     ini = bare.root / "id_resolver.ini"
-    ini.write_text(_paste_ini("id_resolver", {"cells": "cell1=sqlite://", "resources": "/os-services/{id} services id uuid"}))
+    ini.write_text(
+        _paste_ini("id_resolver", {"cells": "cell1=sqlite://", "resources": "/os-services/{id} services id uuid"})
+    )
     loaded = bare.python("from paste.deploy import loadapp; loadapp('config:%s')" % ini)
     assert loaded.returncode != 0
     assert "pip install 'tenancy_mw[sql]'" in loaded.stderr
