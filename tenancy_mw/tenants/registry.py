@@ -55,7 +55,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -646,6 +646,16 @@ class TenantStateCache:
         # are taken off the front, a constant amount of work per entry.
         self._entries: OrderedDict[str, tuple[str, float]] = OrderedDict()
         self._lock = threading.Lock()
+
+    @property
+    def entries(self) -> Mapping[str, tuple[str, float]]:
+        """What is cached: tenant id -> (state, ``time.monotonic()`` until which it is fresh).
+
+        For a look-up on a hot path with no call: read it, never write it
+        (:meth:`remember` and :meth:`state` do).  It is the cache's own
+        mapping, so it stays current.
+        """
+        return self._entries
 
     def state(self, tenant_id: str) -> str:
         """The state of *tenant_id*, from the cache while fresh, else loaded (and kept)."""

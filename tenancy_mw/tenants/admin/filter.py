@@ -152,6 +152,7 @@ both still import (the package's names).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -163,6 +164,7 @@ from tenancy_mw.extras import missing_extra
 from tenancy_mw.tenants.admin import redirects, routes
 from tenancy_mw.tenants.admin.answers import Answer, RegistryDown, parse_if_match, redirect
 from tenancy_mw.tenants.admin.options import OPTS
+from tenancy_mw.tenants.admin.redirects import serve_redirecting
 from tenancy_mw.tenants.admin.state import StateCache, registry_down, state_error, state_loader
 from tenancy_mw.tenants.ids import InvalidTenantId, TenantLayout, UnknownPathSegment, validate_tenant_id
 from tenancy_mw.tenants.moves import MoveProvider, load_provider
@@ -220,6 +222,8 @@ class TenantAdmin(TenancyMiddleware):
         self.admin_api = options.admin_api
         self.check_state = options.check_tenant_state
         self.cache = StateCache(state_loader(self.registry), options.cache_ttl, options.cache_size)
+        # The cache's mapping, read inline on every public request's path (no call).
+        self._states = self.cache.entries
         self.representations = options.representations
         self.version_discovery = options.version_discovery
         self.updatable = options.updatable
@@ -259,8 +263,10 @@ class TenantAdmin(TenancyMiddleware):
     def _serve_tenant(self, environ: dict, start_response: Callable, tenant_id: str):
         """Pass a request under *tenant_id* on to the service if the tenant is active (no admin call)."""
         if self.check_state:
-            state = self.cache.fresh(tenant_id)
-            if state is None:
+            entry = self._states.get(tenant_id)
+            if entry is not None and entry[1] > time.monotonic():
+                state = entry[0]
+            else:
                 try:
                     state = self.cache.state(tenant_id)
                 except RegistryDown:
@@ -268,7 +274,8 @@ class TenantAdmin(TenancyMiddleware):
             if state != ACTIVE:
                 return state_error(self.error, environ, start_response, tenant_id, state)
         if self.redirect_moved:
-            return self._serve_redirecting(environ, start_response, tenant_id)
+            # Straight to the helper, no method in between: this is every public request's path.
+            return serve_redirecting(self.application, environ, start_response, self.moved_location, tenant_id)
         return self.application(environ, start_response)
 
     def _route(self, environ: dict, start_response: Callable):
@@ -343,9 +350,7 @@ class TenantAdmin(TenancyMiddleware):
 
     def _serve_redirecting(self, environ: dict, start_response: Callable, tenant_id: str):
         """Pass the request on; turn the service's 404 under a moved resource's old path into a 301."""
-        return redirects.serve_redirecting(
-            self.application, environ, start_response, lambda: self.moved_location(environ, tenant_id)
-        )
+        return serve_redirecting(self.application, environ, start_response, self.moved_location, tenant_id)
 
     def moved_location(self, environ: dict, tenant_id: str, suffix: tuple[str, ...] = ()) -> str | None:
         """Where the resource of this request's path now lives, or ``None`` if it never moved."""

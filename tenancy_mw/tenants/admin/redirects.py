@@ -28,8 +28,11 @@ __all__ = ["moved_location", "serve_redirecting"]
 LOG = logging.getLogger(__name__)
 
 
-def serve_redirecting(application: Callable, environ: dict, start_response: Callable, where: Callable):
-    """Pass the request on; a ``404`` is answered ``301`` when ``where()`` finds the new place."""
+def serve_redirecting(application: Callable, environ: dict, start_response: Callable, where: Callable, tenant_id: str):
+    """Pass the request on; a ``404`` is answered ``301`` when ``where(environ, tenant_id)`` finds the new place.
+
+    *where* is called only for a 404 (no closure is made per request: this is every request's path).
+    """
     held: list = []
     held_body: list = []
     deciding = [True]
@@ -50,7 +53,7 @@ def serve_redirecting(application: Callable, environ: dict, start_response: Call
         close = getattr(result, "close", None)
         if close is not None:
             close()
-    location = where()
+    location = where(environ, tenant_id)
     if location:
         return redirect(environ, start_response, 301, location)
     start_response(*held[0])

@@ -43,7 +43,7 @@ class StateCache(TenantStateCache):
 
         The public endpoint's hot path: a dict look-up and a clock read.
         """
-        entry = self._entries.get(tenant_id)
+        entry = self.entries.get(tenant_id)
         if entry is not None and entry[1] > time.monotonic():
             return entry[0]
         return None
