@@ -20,7 +20,9 @@
 - **Plain WSGI on the hot path.**  Subclasses implement ``__call__(environ,
   start_response)`` directly; no webob object is built for a request the
   filter only looks at.  :meth:`TenancyMiddleware.error` answers in the
-  shared JSON error shape (:mod:`tenancy_mw.core.errors`).
+  shared JSON error shape (:mod:`tenancy_mw.core.errors`), and
+  :meth:`TenancyMiddleware.answer` renders a :class:`~tenancy_mw.core.errors.Refusal`
+  a helper raised.
 
 **Options over their lifetime.**  A renamed option keeps its old name
 (``deprecated_name`` / ``deprecated_opts``) in a paste section as it does in
@@ -309,6 +311,10 @@ class TenancyMiddleware(_ConfigurableMiddleware):
         return errors.render_error(
             environ, start_response, status, code, detail, error_format=self.error_format, headers=headers
         )
+
+    def answer(self, environ: dict, start_response: Callable, refusal: errors.Refusal) -> list[bytes]:
+        """Answer with *refusal* (a :class:`~tenancy_mw.core.errors.Refusal` caught at the top), in ``error_format``."""
+        return errors.render_refusal(environ, start_response, refusal, error_format=self.error_format)
 
     def refuse_path(self, environ: dict, start_response: Callable, refused: PathRefused) -> list[bytes]:
         """Answer a request whose path has no canonical form: *refused*'s status, ``tenancy.bad-path.<rule>``."""

@@ -23,6 +23,13 @@ Example, inside a WSGI callable::
 
     return render_error(environ, start_response, 404, "tenancy.not-found",
                         "No such tenant 'acme'.")
+
+**One way to refuse from deep in a call.**  A helper that decides a
+request must be refused raises :class:`Refusal` (status, code, detail and
+any extra headers); the filter's top catches it and answers with
+:meth:`~tenancy_mw.core.base.TenancyMiddleware.answer`, which renders it
+here in the filter's ``error_format``.  Nothing is raised on a request that
+passes.
 """
 
 from __future__ import annotations
@@ -35,7 +42,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tenancy_mw.core.paths import PathRefused
 
-__all__ = ["BAD_PATH_CODE", "ERROR_FORMATS", "REQUEST_ID_KEY", "error_body", "render_error", "render_path_refusal"]
+__all__ = [
+    "BAD_PATH_CODE",
+    "ERROR_FORMATS",
+    "REQUEST_ID_KEY",
+    "Refusal",
+    "error_body",
+    "render_error",
+    "render_path_refusal",
+    "render_refusal",
+]
 
 #: The error code of a request path with no canonical form; the broken rule follows it.
 BAD_PATH_CODE = "tenancy.bad-path"
@@ -60,6 +76,32 @@ _NOVA_FAULT_NAMES = {
     501: "notImplemented",
     503: "serviceUnavailable",
 }
+
+
+class Refusal(Exception):
+    """A request refused with a JSON error: *status*, error *code*, *detail*, extra *headers*.
+
+    Raised by a filter's helpers and rendered once, at the filter's top, by
+    :func:`render_refusal` (through ``TenancyMiddleware.answer``).
+
+    Example::
+
+        >>> refusal = Refusal(405, "tenancy.method-not-allowed", "No.", headers=(("Allow", "GET"),))
+        >>> refusal.status, refusal.code, refusal.detail, refusal.headers
+        (405, 'tenancy.method-not-allowed', 'No.', (('Allow', 'GET'),))
+        >>> str(refusal)
+        'No.'
+    """
+
+    def __init__(self, status: int, code: str, detail: str, headers: Iterable[tuple[str, str]] = ()) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.headers = tuple(headers)
+
+    def __repr__(self) -> str:
+        return "Refusal(%d, %r, %r)" % (self.status, self.code, self.detail)
 
 
 def error_body(
@@ -125,6 +167,21 @@ def render_error(
     if environ.get("REQUEST_METHOD") == "HEAD":
         return [b""]
     return [body]
+
+
+def render_refusal(
+    environ: dict, start_response: Callable, refusal: Refusal, *, error_format: str = "api-wg"
+) -> list[bytes]:
+    """Answer the request in *environ* with *refusal*, in *error_format*; return the WSGI body."""
+    return render_error(
+        environ,
+        start_response,
+        refusal.status,
+        refusal.code,
+        refusal.detail,
+        error_format=error_format,
+        headers=refusal.headers,
+    )
 
 
 def render_path_refusal(

@@ -141,3 +141,92 @@ def test_a_filter_refuses_a_bad_path_in_its_error_format(error_format, key):
     body = json.loads(b"".join(strict({"REQUEST_METHOD": "GET", "PATH_INFO": "/v2.1/../x"}, start_response)))
     assert start_response.status == "400 Bad Request"
     assert list(body) == [key]
+
+
+class Picky(TenancyMiddleware):
+    """Refuses a request from deep in a helper by raising the one Refusal."""
+
+    opt_group = "tenancy_test_picky"
+    opts = [cfg.BoolOpt("unused", default=False, help="No option of its own.")]
+
+    def __call__(self, environ, start_response):
+        try:
+            self._check(environ)
+        except errors.Refusal as refusal:
+            return self.answer(environ, start_response, refusal)
+        return self.application(environ, start_response)
+
+    def _check(self, environ):
+        if environ["REQUEST_METHOD"] not in ("GET", "HEAD"):
+            raise errors.Refusal(405, "tenancy.method-not-allowed", "Only GET here.", headers=(("Allow", "GET, HEAD"),))
+
+
+def test_a_refusal_carries_its_status_code_detail_and_headers():
+    refusal = errors.Refusal(409, "tenancy.conflict", "Taken.", headers=[("Retry-After", "1")])
+    assert (refusal.status, refusal.code, refusal.detail, refusal.headers) == (
+        409,
+        "tenancy.conflict",
+        "Taken.",
+        (("Retry-After", "1"),),
+    )
+    assert str(refusal) == "Taken."
+    assert isinstance(refusal, Exception)
+
+
+@pytest.mark.parametrize("error_format", errors.ERROR_FORMATS)
+def test_render_refusal_is_render_error_byte_for_byte(error_format):
+    environ = {"REQUEST_METHOD": "GET", errors.REQUEST_ID_KEY: "req-1"}
+    refusal = errors.Refusal(503, "tenancy.registry-unavailable", "Later.", headers=(("Retry-After", "5"),))
+    by_refusal = StartResponse()
+    body = b"".join(errors.render_refusal(environ, by_refusal, refusal, error_format=error_format))
+    by_args = StartResponse()
+    expected = b"".join(
+        errors.render_error(
+            environ,
+            by_args,
+            503,
+            "tenancy.registry-unavailable",
+            "Later.",
+            error_format=error_format,
+            headers=(("Retry-After", "5"),),
+        )
+    )
+    assert body == expected
+    assert (by_refusal.status, by_refusal.headers) == (by_args.status, by_args.headers)
+
+
+@pytest.mark.parametrize(
+    ("error_format", "expected"),
+    [
+        (
+            "api-wg",
+            {
+                "errors": [
+                    {
+                        "request_id": None,
+                        "code": "tenancy.method-not-allowed",
+                        "status": 405,
+                        "title": "Method Not Allowed",
+                        "detail": "Only GET here.",
+                    }
+                ]
+            },
+        ),
+        ("nova", {"badMethod": {"code": 405, "message": "Only GET here."}}),
+    ],
+)
+def test_a_filter_answers_a_raised_refusal_in_its_error_format(error_format, expected):
+    start_response = StartResponse()
+    picky = Picky(Recorder(), {"error_format": error_format})
+    body = json.loads(b"".join(picky({"REQUEST_METHOD": "POST", "PATH_INFO": "/v2.1/x"}, start_response)))
+    assert start_response.status == "405 Method Not Allowed"
+    assert body == expected
+    assert dict(start_response.headers)["Allow"] == "GET, HEAD"
+
+
+def test_a_filter_passes_a_request_it_does_not_refuse():
+    start_response = StartResponse()
+    recorder = Recorder()
+    Picky(recorder, {})({"REQUEST_METHOD": "GET", "PATH_INFO": "/v2.1/x"}, start_response)
+    assert start_response.status.startswith("200")
+    assert len(recorder.seen) == 1
