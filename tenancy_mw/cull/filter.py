@@ -95,7 +95,7 @@ from typing import TYPE_CHECKING, Any
 from oslo_config import cfg
 
 from tenancy_mw.core.base import TenancyMiddleware
-from tenancy_mw.core.errors import REQUEST_ID_KEY
+from tenancy_mw.core.errors import REQUEST_ID_KEY, Refusal
 from tenancy_mw.core.paths import (
     REJUDGE_KEY,
     REWRITTEN_KEY,
@@ -112,7 +112,6 @@ from tenancy_mw.core.paths import (
 from tenancy_mw.cull.forms import (
     FORM_BODY_LIMIT,
     FORM_OVERRIDES_KEY,
-    UnreadableBody,
     form_overrides,
     has_body,
     has_form_body,
@@ -327,11 +326,11 @@ class AdminCull(TenancyMiddleware):
         except PathRefused as exc:
             LOG.info("admin_cull refused path %r: %s", shorten(str(exc.value), 300), exc.detail)
             return functools.partial(self.refuse_path, environ, refused=exc)
-        except (_Refused, UnreadableBody) as exc:
-            return self._answer(environ, exc.status, exc.code, exc.detail)
+        except Refusal as refusal:  # UnreadableBody too
+            return functools.partial(self.answer, environ, refusal=refusal)
 
     def _views(self, environ: dict) -> tuple[CanonicalPath, list[PathView]]:
-        """The canonical path and every view of it to judge; raises PathRefused or _Refused."""
+        """The canonical path and every view of it to judge; raises PathRefused or Refusal."""
         raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
         if raw is None or len(raw) > self.max_target_length:
             check_target_length(environ, self.max_target_length)
@@ -345,7 +344,7 @@ class AdminCull(TenancyMiddleware):
             try:
                 versions = media_type_versions(accept, content_type)
             except TooManyCandidates as exc:
-                raise _Refused(400, "tenancy.too-many-versions", str(exc)) from None
+                raise Refusal(400, "tenancy.too-many-versions", str(exc)) from None
             views += [self._mounted_view(view, version) for version in versions for view in list(views)]
         for view in views:
             depth = len(view.segments) + (view.folded.count("\\") if "\\" in view.folded else 0)
@@ -354,17 +353,17 @@ class AdminCull(TenancyMiddleware):
                     depth,
                     self.max_segments,
                 )
-                raise _Refused(400, "tenancy.path-too-deep", detail)
+                raise Refusal(400, "tenancy.path-too-deep", detail)
         return canonical, views
 
     def _refuse_named_overrides(self, environ: dict) -> None:
-        """``method_override = refuse``: raise _Refused when a header or the query names a method."""
+        """``method_override = refuse``: raise a Refusal when a header or the query names a method."""
         try:
             named = _header_and_query_overrides(environ)
         except TooManyCandidates as exc:
-            raise _Refused(400, "tenancy.method-override-refused", str(exc)) from None
+            raise Refusal(400, "tenancy.method-override-refused", str(exc)) from None
         if named:
-            raise _Refused(
+            raise Refusal(
                 400,
                 "tenancy.method-override-refused",
                 "Method overrides are not accepted here (got %s)." % ", ".join(sorted(map(repr, named))),
@@ -387,7 +386,7 @@ class AdminCull(TenancyMiddleware):
             # framework would read a form from is not read in this mode: on
             # a path that is admin for another method it is refused unread.
             if has_form_body(environ, method):
-                raise _Refused(
+                raise Refusal(
                     400,
                     "tenancy.method-override-refused",
                     "A form body is not accepted on this path: it could carry a _method override, and method"
@@ -406,7 +405,7 @@ class AdminCull(TenancyMiddleware):
         try:
             return _header_and_query_overrides(environ) | form_overrides(environ, method)
         except TooManyCandidates as exc:
-            raise _Refused(400, "tenancy.unreadable-form", str(exc)) from None
+            raise Refusal(400, "tenancy.unreadable-form", str(exc)) from None
 
     def _cull_unless_admin(self, environ: dict, method: str, canonical, rule) -> Callable | None:
         if self.admin_roles and self._is_confirmed_admin(environ):
@@ -428,10 +427,8 @@ class AdminCull(TenancyMiddleware):
         return PathView(segments, self.version_re, prefix + 1)
 
     def _answer(self, environ: dict, status: int, code: str, detail: str) -> Callable:
-        def answer(start_response):
-            return self.error(environ, start_response, status, code, detail)
-
-        return answer
+        """The answer of a refused request: a callable taking ``start_response``."""
+        return functools.partial(self.answer, environ, refusal=Refusal(status, code, detail))
 
     def _is_confirmed_admin(self, environ: dict) -> bool:
         if environ.get("HTTP_X_IDENTITY_STATUS") != "Confirmed":
@@ -496,14 +493,6 @@ def _query_overrides(environ: dict) -> set[str]:
     if not query:
         return set()
     return urlencoded_method_overrides(query.encode("latin-1", "replace"), "query string")
-
-
-class _Refused(Exception):
-    """A request answered with an error other than a cull: *status*, error *code*, *detail*."""
-
-    def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.code, self.detail = status, code, detail
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import io
 
+from tenancy_mw.core.errors import Refusal
 from tenancy_mw.cull.overrides import (
     TooManyCandidates,
     multipart_boundary,
@@ -56,15 +57,13 @@ FORM_OVERRIDES_KEY = "tenancy.form_overrides"
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
-class UnreadableBody(ValueError):
+class UnreadableBody(Refusal, ValueError):
     """A body that could not be read to look for ``_method``: refused, never passed on unjudged.
 
-    *status*, *code* and *detail* are those of the error answer.
+    A :class:`~tenancy_mw.core.errors.Refusal`: *status*, *code* and
+    *detail* are those of the error answer.  Still a ``ValueError``, as
+    before it was a refusal.
     """
-
-    def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.code, self.detail = status, code, detail
 
 
 def reads_form(environ: dict, method: str) -> bool:
