@@ -94,7 +94,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from oslo_config import cfg
@@ -115,6 +115,7 @@ from tenancy_mw.cells.ids import (
 )
 from tenancy_mw.cells.outcomes import AmbiguousId, CellsUnavailable, Lookup, RecordNotFound, Resolved, outcome
 from tenancy_mw.core.base import TenancyMiddleware
+from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import CanonicalPath, PathRefused, canonical_path, shorten
 from tenancy_mw.tenants.ids import TenantLayout, UnknownPathSegment, find_version, tenant_layout_opts
 from tenancy_mw.tenants.path_filter import (
@@ -395,8 +396,8 @@ class IdResolver(TenancyMiddleware):
             key = self._key(ident, by_uuid)
             tenant = self._tenant(resource, owner, ident, by_uuid)
             resolved = self._resolve(resource, ident, key, by_uuid, tenant)
-        except _Refusal as refusal:
-            return self._error(environ, start_response, *refusal.args)
+        except Refusal as refusal:
+            return self._answer_varied(environ, start_response, refusal)
         self._hand_on(environ, resource, resolved)
         return self.application(environ, start_response)
 
@@ -412,13 +413,13 @@ class IdResolver(TenancyMiddleware):
             )
         except VersionRefused as exc:
             code = "tenancy.bad-version" if exc.status == 400 else "tenancy.version-not-acceptable"
-            raise _Refusal(exc.status, code, exc.detail) from None
+            raise Refusal(exc.status, code, exc.detail) from None
         return version is not None and version >= self.switch
 
     def _key(self, ident: str, by_uuid: bool) -> int | str:
         """The uuid or integer id *ident* spells, as the gate asks for; else refused with 400."""
         if not by_uuid and looks_like_uuid(ident):
-            raise _Refusal(
+            raise Refusal(
                 400,
                 "tenancy.uuid-needs-microversion",
                 "Id %r is a uuid; uuids are taken from microversion %s on (ask for it with the "
@@ -427,7 +428,7 @@ class IdResolver(TenancyMiddleware):
         try:
             return parse_uuid(ident) if by_uuid else parse_integer_id(ident)
         except InvalidId as exc:
-            raise _Refusal(400, "tenancy.invalid-id." + exc.rule, exc.detail) from None
+            raise Refusal(400, "tenancy.invalid-id." + exc.rule, exc.detail) from None
 
     @staticmethod
     def _tenant(resource: Resource, owner: str | None, ident: str, by_uuid: bool) -> str | None:
@@ -438,7 +439,7 @@ class IdResolver(TenancyMiddleware):
             # A tenant-owned resource with no tenant, or at a reading of the path that is not its
             # tenant's (a collection name is never one): nothing of it is visible, never another
             # reading's tenant's record.
-            raise _Refusal(
+            raise Refusal(
                 404,
                 "tenancy.not-found",
                 "No record has %s %r here: a tenant's record is found only under its tenant (its URL, or "
@@ -460,7 +461,7 @@ class IdResolver(TenancyMiddleware):
         try:
             return outcome(found, resource.table, key, by_uuid)
         except RecordNotFound:
-            raise _Refusal(
+            raise Refusal(
                 404, "tenancy.not-found", "No record has %s %r." % ("uuid" if by_uuid else "id", shorten(ident))
             ) from None
         except AmbiguousId as exc:
@@ -470,9 +471,9 @@ class IdResolver(TenancyMiddleware):
             LOG.warning("id_resolver: %s", exc)
             raise self._unavailable(ident, exc) from None
 
-    def _ambiguous(self, key: int | str, exc: AmbiguousId) -> _Refusal:
+    def _ambiguous(self, key: int | str, exc: AmbiguousId) -> Refusal:
         """The 400 of an integer id in several cells, naming the microversion that takes uuids."""
-        return _Refusal(
+        return Refusal(
             400,
             "tenancy.ambiguous-id",
             "Id %s refers to %d records in different cells, so it cannot say which one is meant. "
@@ -480,9 +481,9 @@ class IdResolver(TenancyMiddleware):
             % (key, len(exc.cells), self.switch, _STANDARD_HEADER, self.service_type, self.switch),
         )
 
-    def _unavailable(self, ident: str, exc: CellsUnavailable) -> _Refusal:
+    def _unavailable(self, ident: str, exc: CellsUnavailable) -> Refusal:
         """The 503 of a lookup whose answer depends on cells that did not answer, with Retry-After."""
-        return _Refusal(
+        return Refusal(
             503,
             "tenancy.cells-unavailable",
             "Id %r could not be looked up: %d cell database%s did not answer in time. Try again later."
@@ -501,12 +502,10 @@ class IdResolver(TenancyMiddleware):
         # str(): a native uuid column may come back as uuid.UUID.
         environ[RESOURCE_UUID_KEY] = None if uuid is None else str(uuid)
 
-    def _error(self, environ, start_response, status, code, detail, extra=()):
-        return self.error(environ, start_response, status, code, detail, headers=(self.vary, *extra))
-
-
-class _Refusal(Exception):
-    """An answer instead of the service's: ``(status, code, detail[, extra headers])``."""
+    def _answer_varied(self, environ: dict, start_response: Callable, refusal: Refusal) -> list[bytes]:
+        """Answer *refusal* with ``Vary`` first: the answer depends on the microversion headers."""
+        varied = Refusal(refusal.status, refusal.code, refusal.detail, (self.vary, *refusal.headers))
+        return self.answer(environ, start_response, varied)
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
