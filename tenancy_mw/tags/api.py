@@ -70,7 +70,7 @@ import sqlalchemy as sa
 from webob import Request
 
 from tenancy_mw.core.bodies import BodyError, read_json_body
-from tenancy_mw.core.errors import render_error, render_path_refusal
+from tenancy_mw.core.errors import Refusal, render_path_refusal, render_refusal
 from tenancy_mw.core.paths import SAFE_IN_SEGMENT, PathRefused, canonical_path, shorten
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, InvalidTag, validate_tag
 from tenancy_mw.tags.store import TagLimitExceeded, TagStore
@@ -89,12 +89,6 @@ _LIST_ALLOW = "DELETE, GET, HEAD, PUT"
 _TAG_ALLOW = "DELETE, GET, HEAD, PUT"
 _EXAMPLE = '{"tags": ["red", "web"]}'
 _NO_TAG = object()
-
-
-class _Answer(Exception):
-    def __init__(self, status: int, code: str, detail: str, headers: tuple = ()) -> None:
-        super().__init__(detail)
-        self.status, self.code, self.detail, self.headers = status, code, detail, headers
 
 
 class TagAPI:
@@ -125,7 +119,7 @@ class TagAPI:
             return self.respond(environ, start_response, below[0])
         if len(below) == 3 and below[1] == "tags" and below[0]:
             return self.respond(environ, start_response, below[0], below[2])
-        return self._error(environ, start_response, _Answer(
+        return self._answer(environ, start_response, Refusal(
             404, "tenancy.tags.not-found", "Nothing is at %r." % shorten(str(canonical))))
 
     def respond(
@@ -134,11 +128,11 @@ class TagAPI:
         """Answer a request on the tags of *resource_id*: the list when *tag* is ``None``, else that tag."""
         try:
             return self._dispatch(environ, start_response, resource_id, _NO_TAG if tag is None else tag)
-        except _Answer as answer:
-            return self._error(environ, start_response, answer)
+        except Refusal as refusal:
+            return self._answer(environ, start_response, refusal)
         except sa.exc.DBAPIError:
             LOG.exception("tag store failed on %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
-            return self._error(environ, start_response, _Answer(
+            return self._answer(environ, start_response, Refusal(
                 503, "tenancy.tags.store-unavailable",
                 "The tag store could not be reached; try again later."))
 
@@ -147,14 +141,14 @@ class TagAPI:
     def _dispatch(self, environ, start_response, resource_id, tag):
         method = environ.get("REQUEST_METHOD", "GET")
         if method not in ("GET", "HEAD", "PUT", "DELETE"):
-            raise _Answer(405, "tenancy.tags.method-not-allowed",
+            raise Refusal(405, "tenancy.tags.method-not-allowed",
                           "Method %r is not allowed here; allowed: %s."
                           % (shorten(method), _LIST_ALLOW if tag is _NO_TAG else _TAG_ALLOW),
                           (("Allow", _LIST_ALLOW if tag is _NO_TAG else _TAG_ALLOW),))
         # An id the tag table cannot hold names no resource with tags: the
         # same 404 as any unknown resource, before the service is asked.
         if not 1 <= len(resource_id) <= MAX_RESOURCE_ID_LENGTH or not self.owns(environ, resource_id):
-            raise _Answer(404, "tenancy.tags.resource-not-found",
+            raise Refusal(404, "tenancy.tags.resource-not-found",
                           "This tenant has no %s %r." % (self.noun, shorten(resource_id)))
         store = self.store
         if tag is _NO_TAG:
@@ -165,14 +159,14 @@ class TagAPI:
                 try:
                     tags = store.replace_tags(resource_id, wanted)
                 except TagLimitExceeded as exc:
-                    raise _Answer(400, "tenancy.tags.too-many", exc.detail) from None
+                    raise Refusal(400, "tenancy.tags.too-many", exc.detail) from None
                 return self._json(environ, start_response, 200, {"tags": tags})
             store.remove_all(resource_id)
             return self._empty(start_response, 204)
         try:
             validate_tag(tag)
         except InvalidTag as exc:
-            raise _Answer(400, "tenancy.tags.invalid-tag." + exc.rule, exc.detail) from None
+            raise Refusal(400, "tenancy.tags.invalid-tag." + exc.rule, exc.detail) from None
         if method in ("GET", "HEAD"):
             if store.has_tag(resource_id, tag):
                 return self._empty(start_response, 204)
@@ -181,7 +175,7 @@ class TagAPI:
             try:
                 added = store.add_tag(resource_id, tag)
             except TagLimitExceeded as exc:
-                raise _Answer(400, "tenancy.tags.too-many", exc.detail) from None
+                raise Refusal(400, "tenancy.tags.too-many", exc.detail) from None
             if not added:
                 return self._empty(start_response, 204)
             return self._empty(start_response, 201, [("Location", self._location(environ))])
@@ -189,8 +183,8 @@ class TagAPI:
             return self._empty(start_response, 204)
         raise self._no_tag(resource_id, tag)
 
-    def _no_tag(self, resource_id: str, tag: str) -> _Answer:
-        return _Answer(404, "tenancy.tags.tag-not-found",
+    def _no_tag(self, resource_id: str, tag: str) -> Refusal:
+        return Refusal(404, "tenancy.tags.tag-not-found",
                        "%s %r has no tag %r." % (self.noun.capitalize(), shorten(resource_id), shorten(tag)))
 
     @staticmethod
@@ -198,26 +192,26 @@ class TagAPI:
         try:
             document = read_json_body(environ, MAX_BODY_BYTES, _EXAMPLE)
         except BodyError as exc:
-            raise _Answer(exc.status, "tenancy.tags." + exc.rule, exc.detail) from None
+            raise Refusal(exc.status, "tenancy.tags." + exc.rule, exc.detail) from None
         if not isinstance(document, dict) or "tags" not in document:
-            raise _Answer(400, "tenancy.tags.bad-body", "The request body %s is not of the form %s."
+            raise Refusal(400, "tenancy.tags.bad-body", "The request body %s is not of the form %s."
                           % (shorten(json.dumps(document, ensure_ascii=False)), _EXAMPLE))
         extra = sorted(set(document) - {"tags"})
         if extra:
-            raise _Answer(400, "tenancy.tags.bad-body", "The request body has unknown key%s %s; send only %s."
+            raise Refusal(400, "tenancy.tags.bad-body", "The request body has unknown key%s %s; send only %s."
                           % ("s" if len(extra) > 1 else "", ", ".join(map(repr, extra)), _EXAMPLE))
         tags = document["tags"]
         if not isinstance(tags, list):
-            raise _Answer(400, "tenancy.tags.bad-body", "\"tags\" is %s, not a list of strings; send %s."
+            raise Refusal(400, "tenancy.tags.bad-body", "\"tags\" is %s, not a list of strings; send %s."
                           % (shorten(json.dumps(tags, ensure_ascii=False)), _EXAMPLE))
         seen = set()
         for index, tag in enumerate(tags):
             try:
                 validate_tag(tag, "at tags[%d]" % index)
             except InvalidTag as exc:
-                raise _Answer(400, "tenancy.tags.invalid-tag." + exc.rule, exc.detail) from None
+                raise Refusal(400, "tenancy.tags.invalid-tag." + exc.rule, exc.detail) from None
             if tag in seen:
-                raise _Answer(400, "tenancy.tags.duplicate-tag",
+                raise Refusal(400, "tenancy.tags.duplicate-tag",
                               "Tag %r is listed twice in \"tags\"; list each tag once." % shorten(tag))
             seen.add(tag)
         return tags
@@ -240,6 +234,6 @@ class TagAPI:
         start_response("%d %s" % (status, HTTPStatus(status).phrase), [("Content-Length", "0")] + (headers or []))
         return [b""]
 
-    def _error(self, environ, start_response, answer: _Answer):
-        return render_error(environ, start_response, answer.status, answer.code, answer.detail,
-                            error_format=self.error_format, headers=answer.headers)
+    def _answer(self, environ, start_response, refusal: Refusal):
+        """Answer with *refusal* in this API's ``error_format``."""
+        return render_refusal(environ, start_response, refusal, error_format=self.error_format)
