@@ -1,8 +1,10 @@
-"""What every part of ``tenant_admin`` answers with: the :class:`Answer` exception, redirects, URLs, ETags.
+"""What every part of ``tenant_admin`` answers with: refusals, redirects, URLs, ETags.
 
-A handler deep in a call raises :class:`Answer` (an error or a redirect);
-the filter renders it in its ``error_format``.  :class:`RegistryDown` is
-the registry failing, answered ``503``.
+A handler deep in a call refuses by raising the one
+:class:`~tenancy_mw.core.errors.Refusal`; the filter renders it in its
+``error_format``.  :class:`RegistryDown` is the refusal of the registry
+failing, ``503``.  A :class:`Redirect` is raised the same way but is not an
+error: its body names the new ``Location``, in no ``error_format``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from email.utils import format_datetime
 from http import HTTPStatus
 from urllib.parse import quote
 
+from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import SAFE_IN_SEGMENT, shorten
 from tenancy_mw.core.sql import error_summary
 from tenancy_mw.extras import missing_extra
@@ -28,7 +31,7 @@ except ImportError as exc:
     raise missing_extra("sql", __name__, exc) from exc
 
 __all__ = [
-    "Answer",
+    "Redirect",
     "RegistryDown",
     "etag",
     "http_date",
@@ -47,20 +50,29 @@ _ETAG_LIST = re.compile(r'\s*(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"\s*(?:,\s*(?:W/)?
 _ETAG = re.compile(r'(W/)?"([\x21\x23-\x7e\x80-\xff]*)"')
 
 
-class Answer(Exception):
-    """An answer decided deep in a handler (an error or a redirect), rendered by the filter."""
+class Redirect(Exception):
+    """A redirect decided deep in a handler: *status* (``301``, ``303``) to *location*, rendered by :func:`redirect`.
 
-    def __init__(self, status: int, code: str = "", detail: str = "", headers: tuple = (), location: str = "") -> None:
-        super().__init__(detail)
+    Not a :class:`~tenancy_mw.core.errors.Refusal`: the request is not
+    refused, and the body is ``{"location": ...}`` in every ``error_format``.
+    """
+
+    def __init__(self, status: int, location: str) -> None:
+        super().__init__(location)
         self.status = status
-        self.code = code
-        self.detail = detail
-        self.headers = headers
         self.location = location
 
 
-class RegistryDown(Exception):
-    """The registry database could not be read or written."""
+class RegistryDown(Refusal):
+    """The registry database could not be read or written: ``503``, try again in 5 seconds."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            503,
+            "tenancy.registry-unavailable",
+            "The tenant registry cannot be reached; try again later.",
+            (("Retry-After", "5"),),
+        )
 
 
 def read_registry(call: Callable):
@@ -72,18 +84,18 @@ def read_registry(call: Callable):
         raise RegistryDown() from None
 
 
-def not_found(tenant_id: str) -> Answer:
+def not_found(tenant_id: str) -> Refusal:
     """``404``: the tenant was never created, or it was purged."""
-    return Answer(
+    return Refusal(
         404,
         "tenancy.tenant-not-found",
         "Tenant %r does not exist (it was never created, or it was purged)." % shorten(tenant_id),
     )
 
 
-def not_allowed(method: str, allow: str) -> Answer:
+def not_allowed(method: str, allow: str) -> Refusal:
     """``405`` with the ``Allow`` header."""
-    return Answer(
+    return Refusal(
         405,
         "tenancy.method-not-allowed",
         "Method %r is not allowed here; allowed: %s." % (shorten(method), allow),

@@ -2,7 +2,7 @@
 
 Each handler takes the filter, the request and its
 :class:`~tenancy_mw.tenants.admin.routes.Target`; it answers, or raises an
-:class:`~tenancy_mw.tenants.admin.answers.Answer`.
+:class:`.Refusal`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from collections.abc import Callable
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
+from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import shorten
-from tenancy_mw.tenants.admin.answers import Answer, http_date, json_bytes, not_found, read_registry, url
+from tenancy_mw.tenants.admin.answers import http_date, json_bytes, not_found, read_registry, url
 from tenancy_mw.tenants.admin.discovery import drop_version_member, service_version, with_version
 from tenancy_mw.tenants.admin.representation import read_representation
 from tenancy_mw.tenants.registry import ACTIVE, DELETED, Tenant, TenantConflict, TenantGone, TenantNotFound
@@ -34,7 +35,7 @@ def show_tenant(admin: TenantAdmin, environ: dict, start_response: Callable, tar
     if tenant is None:
         raise not_found(tenant_id)
     if tenant.state == DELETED:
-        raise Answer(
+        raise Refusal(
             410,
             "tenancy.tenant-deleted",
             "Tenant %r is deleted; POST .../action/restore brings it back until it is purged." % shorten(tenant_id),
@@ -65,9 +66,9 @@ def put_tenant(admin: TenantAdmin, environ: dict, start_response: Callable, targ
     try:
         result = read_registry(lambda: admin.registry.put(tenant_id, representation, updatable=admin.updatable))
     except TenantConflict as exc:
-        raise Answer(409, "tenancy.tenant-" + exc.reason, str(exc)) from None
+        raise Refusal(409, "tenancy.tenant-" + exc.reason, str(exc)) from None
     if not result.created and not admin.representations:
-        raise Answer(
+        raise Refusal(
             409,
             "tenancy.tenant-exists",
             "Tenant %r already exists; this service keeps no tenant representation to update." % shorten(tenant_id),
@@ -90,7 +91,7 @@ def delete_tenant(admin: TenantAdmin, environ: dict, start_response: Callable, t
     except TenantNotFound:
         raise not_found(tenant_id) from None
     except TenantGone:
-        raise Answer(410, "tenancy.tenant-deleted", "Tenant %r is already deleted." % shorten(tenant_id)) from None
+        raise Refusal(410, "tenancy.tenant-deleted", "Tenant %r is already deleted." % shorten(tenant_id)) from None
     admin.cache.remember(tenant_id, DELETED)
     LOG.info("tenant_admin: tenant %r deleted", tenant_id)
     start_response("204 No Content", list(metadata(tenant)))
@@ -105,7 +106,7 @@ def restore_tenant(admin: TenantAdmin, environ: dict, start_response: Callable, 
     except TenantNotFound:
         raise not_found(tenant_id) from None
     except TenantConflict as exc:
-        raise Answer(409, "tenancy.tenant-" + exc.reason, str(exc)) from None
+        raise Refusal(409, "tenancy.tenant-" + exc.reason, str(exc)) from None
     admin.cache.remember(tenant_id, ACTIVE)
     LOG.info("tenant_admin: tenant %r restored", tenant_id)
     return show(admin, environ, start_response, tenant, 200)

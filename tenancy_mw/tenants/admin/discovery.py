@@ -14,9 +14,9 @@ import json
 import logging
 from collections.abc import Callable
 
+from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import CanonicalPath, shorten
 from tenancy_mw.core.subrequest import call_application, plain_get
-from tenancy_mw.tenants.admin.answers import Answer
 from tenancy_mw.tenants.admin.representation import reject_constant
 
 __all__ = ["DISCOVERY_BODY_LIMIT", "DISCOVERY_MEMBER", "drop_version_member", "service_version", "with_version"]
@@ -99,7 +99,7 @@ def drop_version_member(representation: dict, current: Callable[[], dict | None]
         return representation
     # What a GET showed, sent back: the service's document is not the tenant's data.
     if representation[DISCOVERY_MEMBER] != current():
-        raise Answer(
+        raise Refusal(
             400,
             "tenancy.representation-reserved-member",
             "The tenant representation may not hold %r other than the service's version document: "

@@ -159,13 +159,14 @@ from typing import TYPE_CHECKING, Any
 from oslo_config import cfg
 
 from tenancy_mw.core.base import TenancyMiddleware
+from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.extras import missing_extra
 from tenancy_mw.tenants.admin import redirects, routes
-from tenancy_mw.tenants.admin.answers import Answer, RegistryDown, parse_if_match, redirect
+from tenancy_mw.tenants.admin.answers import Redirect, RegistryDown, parse_if_match, redirect
 from tenancy_mw.tenants.admin.options import OPTS
 from tenancy_mw.tenants.admin.redirects import serve_redirecting
-from tenancy_mw.tenants.admin.state import StateCache, registry_down, state_error, state_loader
+from tenancy_mw.tenants.admin.state import StateCache, state_error, state_loader
 from tenancy_mw.tenants.ids import InvalidTenantId, TenantLayout, UnknownPathSegment, validate_tenant_id
 from tenancy_mw.tenants.moves import MoveProvider, load_provider
 from tenancy_mw.tenants.path_filter import TENANT_ID_KEY, TENANT_SOURCE_KEY
@@ -269,8 +270,8 @@ class TenantAdmin(TenancyMiddleware):
             else:
                 try:
                     state = self.cache.state(tenant_id)
-                except RegistryDown:
-                    return registry_down(self.error, environ, start_response)
+                except RegistryDown as down:
+                    return self.answer(environ, start_response, down)
             if state != ACTIVE:
                 return state_error(self.error, environ, start_response, tenant_id, state)
         if self.redirect_moved:
@@ -311,10 +312,10 @@ class TenantAdmin(TenancyMiddleware):
                 state = self.cache.state(target.tenant_id)
                 if state != ACTIVE:
                     return state_error(self.error, environ, start_response, target.tenant_id, state)
-        except Answer as answer:
-            return self._render(environ, start_response, answer)
-        except RegistryDown:
-            return registry_down(self.error, environ, start_response)
+        except Redirect as moved:
+            return redirect(environ, start_response, moved.status, moved.location)
+        except Refusal as refusal:  # RegistryDown too
+            return self.answer(environ, start_response, refusal)
         except Exception:
             # A bug, or the move provider failing: logged with its traceback, shown as none.
             LOG.exception("tenant_admin failed on %s %s", environ.get("REQUEST_METHOD"), str(target.canonical))
@@ -340,11 +341,6 @@ class TenantAdmin(TenancyMiddleware):
                 repr(canonical.segments[index]) if 0 <= index < len(canonical.segments) else "none",
             )
         return self._serve_tenant(environ, start_response, found)
-
-    def _render(self, environ: dict, start_response: Callable, answer: Answer):
-        if answer.location:
-            return redirect(environ, start_response, answer.status, answer.location)
-        return self.error(environ, start_response, answer.status, answer.code, answer.detail, answer.headers)
 
     # Redirects of moved resources ---------------------------------------
 

@@ -13,11 +13,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
+from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import shorten
 from tenancy_mw.core.sql import error_summary
 from tenancy_mw.extras import missing_extra
 from tenancy_mw.tenants.admin.answers import (
-    Answer,
+    Redirect,
     RegistryDown,
     etag,
     json_bytes,
@@ -50,30 +51,30 @@ MOVE_ALLOW = "GET, HEAD, POST"
 
 
 def check_source(tenant_id: str, source: Tenant | None) -> None:
-    """``404`` for an unknown source tenant, ``410`` for a deleted one (an :class:`Answer`)."""
+    """``404`` for an unknown source tenant, ``410`` for a deleted one (an :class:`.Refusal`)."""
     if source is None:
         raise not_found(tenant_id)
     if source.state == DELETED:
-        raise Answer(410, "tenancy.tenant-deleted", "Tenant %r is deleted." % shorten(tenant_id))
+        raise Refusal(410, "tenancy.tenant-deleted", "Tenant %r is deleted." % shorten(tenant_id))
 
 
 def destination_of(environ: dict, tenant_id: str) -> str:
-    """The one valid ``dest`` of the query, not *tenant_id*; else a ``400`` :class:`Answer`."""
+    """The one valid ``dest`` of the query, not *tenant_id*; else a ``400`` :class:`.Refusal`."""
     query = environ.get("QUERY_STRING", "")
     try:
         text = query.encode("latin-1").decode("utf-8")
         pairs = parse_qsl(text, keep_blank_values=True, encoding="utf-8", errors="strict")
     except (UnicodeError, ValueError):
-        raise Answer(400, "tenancy.move-bad-query", "The query %r is not valid UTF-8." % shorten(query)) from None
+        raise Refusal(400, "tenancy.move-bad-query", "The query %r is not valid UTF-8." % shorten(query)) from None
     dests = [value for name, value in pairs if name == "dest"]
     if not dests:
-        raise Answer(
+        raise Refusal(
             400,
             "tenancy.move-missing-dest",
             "A move needs the destination tenant: ?dest=TENANT_ID (the query was %r)." % shorten(query),
         )
     if len(dests) > 1:
-        raise Answer(
+        raise Refusal(
             400,
             "tenancy.move-repeated-dest",
             "dest is given %d times (%s); give one destination tenant."
@@ -83,9 +84,9 @@ def destination_of(environ: dict, tenant_id: str) -> str:
     try:
         validate_tenant_id(dest)
     except InvalidTenantId as exc:
-        raise Answer(400, "tenancy.move-invalid-dest." + exc.rule, "dest: " + exc.detail) from None
+        raise Refusal(400, "tenancy.move-invalid-dest." + exc.rule, "dest: " + exc.detail) from None
     if dest == tenant_id:
-        raise Answer(
+        raise Refusal(
             400,
             "tenancy.move-same-tenant",
             "dest %r is the tenant the resources are in already; name another tenant." % shorten(dest),
@@ -98,7 +99,7 @@ def _if_match(environ: dict) -> list[str] | None:
         return None
     if_match = parse_if_match(environ["HTTP_IF_MATCH"])
     if if_match is None:
-        raise Answer(
+        raise Refusal(
             400,
             "tenancy.bad-if-match",
             'If-Match %r is not * or a list of quoted entity tags such as "abc".' % shorten(environ["HTTP_IF_MATCH"]),
@@ -112,7 +113,7 @@ class MoveRequest:
     Making one parses and checks the request, in the order the answers
     take precedence: the source tenant (``404``/``410``), the method
     (``405``), ``dest`` (``400``), ``If-Match`` (``400``); each raises an
-    :class:`Answer`.
+    :class:`.Refusal`.
 
     :ivar path: the resource's path below the tenant segment; ``()`` moves the whole tenant.
     """
@@ -165,7 +166,7 @@ class MoveRequest:
                 registry.record_moves(conn, self.tenant_id, self.dest, recorded)
         except MoveRefused as exc:
             status = exc.status if 400 <= exc.status < 500 else 409
-            raise Answer(status, "tenancy.move-refused", exc.detail) from None
+            raise Refusal(status, "tenancy.move-refused", exc.detail) from None
         except sa.exc.SQLAlchemyError as exc:
             LOG.error(
                 "tenant_admin: move of %r to %r failed in the registry: %s",
@@ -187,7 +188,7 @@ class MoveRequest:
     def _check_precondition(self, document: dict) -> None:
         tag = etag(document)
         if self.if_match is not None and "*" not in self.if_match and tag not in self.if_match:
-            raise Answer(
+            raise Refusal(
                 412,
                 "tenancy.move-precondition-failed",
                 "The state of the move changed since its ETag was read (now %s); GET the move "
@@ -205,16 +206,16 @@ class MoveRequest:
         return [(tuple(old), tuple(new)) for old, new in pairs], url(self.environ, base, False)
 
     def document(self, source: Tenant | None, destination: Tenant | None) -> dict:
-        """The move action document, after checking both tenants and the resource; or an :class:`Answer`."""
+        """The move action document, after checking both tenants and the resource; or an :class:`.Refusal`."""
         check_source(self.tenant_id, source)
         if destination is None:
-            raise Answer(
+            raise Refusal(
                 404,
                 "tenancy.move-destination-not-found",
                 "The destination tenant %r does not exist; create it first." % shorten(self.dest),
             )
         if destination.state == DELETED:
-            raise Answer(
+            raise Refusal(
                 409,
                 "tenancy.move-destination-deleted",
                 "The destination tenant %r is deleted; restore it first." % shorten(self.dest),
@@ -242,17 +243,17 @@ class MoveRequest:
             return state.document()
         where = (shorten("/".join(self.path)), shorten(self.tenant_id))
         if self.if_match is not None:
-            raise Answer(
+            raise Refusal(
                 412,
                 "tenancy.move-precondition-failed",
                 "Resource %r of tenant %r is no longer there as it was when its ETag was read." % where,
             )
         if state is not None:
-            raise Answer(410, "tenancy.move-resource-deleted", "Resource %r of tenant %r is deleted." % where)
+            raise Refusal(410, "tenancy.move-resource-deleted", "Resource %r of tenant %r is deleted." % where)
         location = self.admin.moved_location(self.environ, self.tenant_id, ("action", "move"))
         if location:
-            raise Answer(301, location=location)
-        raise Answer(
+            raise Redirect(301, location)
+        raise Refusal(
             404,
             "tenancy.move-resource-not-found",
             "Tenant %r has no resource %r to move." % (shorten(self.tenant_id), shorten("/".join(self.path))),

@@ -1,4 +1,4 @@
-"""The body of a tenant ``PUT``: a JSON object of at most ``max_body_bytes``, or an :class:`Answer` saying why not.
+"""The body of a tenant ``PUT``: a JSON object of at most ``max_body_bytes``, or an :class:`.Refusal` saying why not.
 
 Not :func:`tenancy_mw.core.bodies.read_json_body`: the tenants spec's
 answers differ from it (an empty body is ``{}``, not an error; a body the
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import re
 
+from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import shorten
-from tenancy_mw.tenants.admin.answers import Answer
 from tenancy_mw.tenants.registry import canonical_document_json
 
 __all__ = ["read_body", "read_representation"]
@@ -22,10 +22,10 @@ _JSON_TYPES = re.compile(r"\s*application/(?:[\w.+-]+\+)?json\s*(?:;.*)?", re.IG
 
 
 def read_representation(environ: dict, max_body: int) -> dict:
-    """The PUT body as a JSON object (``{}`` when empty), or an :class:`Answer` naming what is wrong."""
+    """The PUT body as a JSON object (``{}`` when empty), or an :class:`.Refusal` naming what is wrong."""
     content_type = environ.get("CONTENT_TYPE", "")
     if content_type and not _JSON_TYPES.fullmatch(content_type):
-        raise Answer(
+        raise Refusal(
             415,
             "tenancy.representation-not-json",
             "Content-Type %r is not JSON; send the tenant representation as application/json." % shorten(content_type),
@@ -35,7 +35,7 @@ def read_representation(environ: dict, max_body: int) -> dict:
         return {}
     document = _parse(raw)
     if not isinstance(document, dict):
-        raise Answer(
+        raise Refusal(
             400,
             "tenancy.representation-not-an-object",
             "The tenant representation must be a JSON object ({...}); got %s %s."
@@ -51,7 +51,7 @@ def _parse(raw: bytes) -> object:
         return json.loads(text, object_pairs_hook=_unique_object, parse_constant=reject_constant)
     except (ValueError, RecursionError) as exc:
         # ValueError: bad JSON, bytes that are not UTF-8, a repeated key, NaN.
-        raise Answer(
+        raise Refusal(
             400,
             "tenancy.representation-not-json",
             "The tenant representation %r is not valid JSON: %s."
@@ -65,11 +65,11 @@ def _check_canonical(document: dict) -> None:
         canonical_document_json(document)
     except RecursionError:
         detail = "The tenant representation is nested too deeply."
-        raise Answer(400, "tenancy.representation-not-json", detail) from None
+        raise Refusal(400, "tenancy.representation-not-json", detail) from None
     except ValueError:
         # json.loads reads 1e999 as a float infinity, which JSON cannot carry back.
         detail = "The tenant representation holds a number too large for JSON (such as 1e999)."
-        raise Answer(400, "tenancy.representation-not-json", detail) from None
+        raise Refusal(400, "tenancy.representation-not-json", detail) from None
 
 
 def read_body(environ: dict, limit: int) -> bytes:
@@ -78,7 +78,7 @@ def read_body(environ: dict, limit: int) -> bytes:
     if length:
         # isdigit() alone takes "²" and other digits int() refuses or reads otherwise.
         if not (length.isascii() and length.isdigit()):
-            raise Answer(400, "tenancy.bad-content-length", "Content-Length %r is not a number." % shorten(length))
+            raise Refusal(400, "tenancy.bad-content-length", "Content-Length %r is not a number." % shorten(length))
         if int(length) > limit:
             raise _too_large(int(length), limit)
     elif not environ.get("wsgi.input_terminated") and "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", ""):
@@ -86,11 +86,11 @@ def read_body(environ: dict, limit: int) -> bytes:
     try:
         raw = environ["wsgi.input"].read(int(length) if length else limit + 1)
     except Exception as exc:  # a client that stops early: the server's own error type
-        raise Answer(400, "tenancy.unreadable-body", "The request body could not be read: %s." % exc) from None
+        raise Refusal(400, "tenancy.unreadable-body", "The request body could not be read: %s." % exc) from None
     if len(raw) > limit:
         raise _too_large(len(raw), limit)
     if length and len(raw) < int(length):
-        raise Answer(
+        raise Refusal(
             400,
             "tenancy.unreadable-body",
             "The request body ended after %d of the %s bytes its Content-Length announced." % (len(raw), length),
@@ -98,8 +98,8 @@ def read_body(environ: dict, limit: int) -> bytes:
     return raw
 
 
-def _too_large(size: int, limit: int) -> Answer:
-    return Answer(
+def _too_large(size: int, limit: int) -> Refusal:
+    return Refusal(
         413,
         "tenancy.representation-too-large",
         "The tenant representation is %s bytes; at most %d are allowed."

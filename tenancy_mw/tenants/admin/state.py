@@ -81,12 +81,10 @@ def state_error(error: Callable, environ: dict, start_response: Callable, tenant
 
 
 def registry_down(error: Callable, environ: dict, start_response: Callable):
-    """Answer ``503``: the registry cannot be reached (*error*: the filter's error renderer)."""
-    return error(
-        environ,
-        start_response,
-        503,
-        "tenancy.registry-unavailable",
-        "The tenant registry cannot be reached; try again later.",
-        headers=(("Retry-After", "5"),),
-    )
+    """Answer ``503``: the registry cannot be reached (*error*: the filter's error renderer).
+
+    The answer is :class:`RegistryDown`'s; a filter that caught one answers
+    it with ``TenancyMiddleware.answer`` instead.
+    """
+    down = RegistryDown()
+    return error(environ, start_response, down.status, down.code, down.detail, headers=down.headers)
