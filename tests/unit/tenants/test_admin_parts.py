@@ -185,3 +185,35 @@ def test_the_options_module_lists_what_the_filter_lists_without_importing_it():
 
     expected = [(g, [(o.dest, o.default, o.help) for o in opts]) for g, opts in TenantAdmin.list_opts()]
     assert done.stdout.strip() == repr(expected)
+
+
+def test_a_registry_failure_is_the_core_refusal_503_with_retry_after():
+    from tenancy_mw.core.errors import Refusal
+    from tenancy_mw.tenants.admin.answers import RegistryDown
+
+    down = RegistryDown()
+    assert isinstance(down, Refusal)
+    assert (down.status, down.code, down.headers) == (503, "tenancy.registry-unavailable", (("Retry-After", "5"),))
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_a_redirect_is_not_an_error_its_body_names_the_location(method):
+    import json
+
+    from tenancy_mw.core.errors import Refusal
+    from tenancy_mw.tenants.admin.answers import Redirect, redirect
+
+    moved = Redirect(301, "http://api/v2.1/beta/widgets/1")
+    assert not isinstance(moved, Refusal)
+    seen = {}
+    body = b"".join(
+        redirect(
+            {"REQUEST_METHOD": method},
+            lambda status, headers: seen.update(status=status, headers=dict(headers)),
+            moved.status,
+            moved.location,
+        )
+    )
+    assert seen["status"] == "301 Moved Permanently"
+    assert seen["headers"]["Location"] == moved.location
+    assert body == (b"" if method == "HEAD" else json.dumps({"location": moved.location}).encode())
