@@ -55,6 +55,7 @@ from oslo_config import cfg
 
 from tenancy_mw.core.base import TenancyMiddleware
 from tenancy_mw.core.bodies import BodyError, read_body
+from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.idempotency.fingerprint import fingerprint
 from tenancy_mw.idempotency.records import InvalidRecord, Record, RecordCodec
@@ -361,13 +362,11 @@ class Idempotency(TenancyMiddleware):
             scope, shared = self._scope(environ)
             if scope is None:
                 detail = "%s needs a tenant to scope it to, and this request has none." % header
-                raise _Refusal(400, "idempotency.no-tenant", detail)
+                raise Refusal(400, "idempotency.no-tenant", detail)
             path = str(canonical_path(environ))
-            body, refusal = self._read_body(environ)
-            if refusal is not None:
-                raise _Refusal(*refusal)
-        except _Refusal as refusal:
-            return self.error(environ, start_response, *refusal.args)
+            body = self._read_body(environ)
+        except Refusal as refusal:
+            return self.answer(environ, start_response, refusal)
         except PathRefused as exc:
             return self.refuse_path(environ, start_response, exc)
         request_fp = fingerprint(
@@ -435,7 +434,7 @@ class Idempotency(TenancyMiddleware):
         return self.shared_scope, True
 
     def _read_body(self, environ: dict):
-        """The request body and a fresh ``wsgi.input`` for the app; or a refusal (status, code, detail).
+        """The request body, with a fresh ``wsgi.input`` for the app; or raise a :class:`.Refusal`.
 
         :func:`~tenancy_mw.core.bodies.read_body` refuses what cannot be
         fingerprinted whole (its rule names the ``idempotency.`` code).
@@ -443,12 +442,12 @@ class Idempotency(TenancyMiddleware):
         try:
             body = read_body(environ, self.max_body)
         except BodyError as exc:
-            return b"", (exc.status, "idempotency." + exc.rule, exc.detail)
+            raise Refusal(exc.status, "idempotency." + exc.rule, exc.detail) from None
         if body:
             # The app reads the same bytes the fingerprint was taken of.
             environ["wsgi.input"] = io.BytesIO(body)
             environ["CONTENT_LENGTH"] = str(len(body))
-        return body, None
+        return body
 
     def _store_failed(self, environ: dict, start_response: Callable, body: bytes, reason: str):
         if self.fail_open:
@@ -585,12 +584,8 @@ class Idempotency(TenancyMiddleware):
         return record.status, headers, body
 
 
-class _Refusal(Exception):
-    """A request the filter answers itself: the arguments of :meth:`TenancyMiddleware.error`."""
-
-
 def _one_token(found: list) -> tuple[str, str]:
-    """(token, header) of the client token the request names, once or in several headers; or a :class:`_Refusal`.
+    """(token, header) of the client token the request names, once or in several headers; or a :class:`.Refusal`.
 
     *found* holds (value, header name) pairs, at least one.
     """
@@ -600,9 +595,9 @@ def _one_token(found: list) -> tuple[str, str]:
         try:
             parsed = parse_token(value, name)
         except InvalidToken as exc:
-            raise _Refusal(400, "idempotency.invalid-token." + exc.rule, exc.detail) from None
+            raise Refusal(400, "idempotency.invalid-token." + exc.rule, exc.detail) from None
         if token is not None and parsed != token:
-            raise _Refusal(
+            raise Refusal(
                 400,
                 "idempotency.conflicting-tokens",
                 "%s %r and %s %r name different tokens; send one." % (header, shorten(token), name, shorten(parsed)),
