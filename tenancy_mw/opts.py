@@ -7,8 +7,8 @@ section takes the same names.
 Two kinds of ``oslo.config.opts`` namespace (entry points in setup.cfg):
 
 - ``tenancy_mw``: every filter, :func:`list_opts` below;
-- ``tenancy_mw.<filter>`` (``tenancy_mw.tenants.path_filter``, ...): one filter
-  alone, the ``list_opts`` of that filter's module, so a service that uses
+- ``tenancy_mw.<filter>`` (``tenancy_mw.tenant_path``, ...): one filter
+  alone, the ``list_opts`` of that filter's package, so a service that uses
   one filter generates a sample holding only that filter's options::
 
       oslo-config-generator --namespace tenancy_mw.tenant_path

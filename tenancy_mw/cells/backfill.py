@@ -59,7 +59,8 @@ from tenancy_mw.core.sql import error_summary, sa
 
 __all__ = ["CELLS_ENV", "BackfillResult", "backfill_table", "backfill_uuids", "register"]
 
-LOG = logging.getLogger(__name__)
+# The logger keeps its 0.1 name, which operators route on (doc/configuration.rst).
+LOG = logging.getLogger("tenancy_mw.uuid_backfill")
 
 #: Environment variable read when ``--cells`` is not given.
 CELLS_ENV = "TENANCY_MW_CELLS"

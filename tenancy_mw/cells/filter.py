@@ -141,7 +141,8 @@ __all__ = [
     "set_defaults",
 ]
 
-LOG = logging.getLogger(__name__)
+# The logger keeps its 0.1 name, which operators route on (doc/configuration.rst).
+LOG = logging.getLogger("tenancy_mw.id_resolver")
 
 #: The name of the cell that holds the request's record.
 CELL_KEY = "tenancy.cell"
@@ -509,7 +510,7 @@ class IdResolver(TenancyMiddleware):
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
-    """Copies of this filter's options: the ``tenancy_mw.cells.filter`` ``oslo.config.opts`` namespace."""
+    """Copies of this filter's options: the ``tenancy_mw.id_resolver`` ``oslo.config.opts`` namespace."""
     return IdResolver.list_opts()
 
 

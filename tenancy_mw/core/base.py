@@ -114,7 +114,8 @@ COMMON_OPTS: list[cfg.Opt] = [
 
 _PASTE_CONTROL_KEYS = ("oslo_config_project", "oslo_config_file", "oslo_config_program")
 
-LOG = logging.getLogger(__name__)
+# The logger keeps its 0.1 name, which operators route on (doc/configuration.rst).
+LOG = logging.getLogger("tenancy_mw.base")
 
 
 class ConfigError(ValueError):

@@ -111,7 +111,9 @@ def _declared_length(environ: dict, max_bytes: int) -> int | None:
         raise BodyError(400, "bad-content-length", "Content-Length %r is negative." % shorten(declared))
     if length > max_bytes:
         raise BodyError(
-            413, "body-too-large", "The request body is %d bytes, over the %d accepted here." % (length, max_bytes)
+            413,
+            "body-too-large",
+            "The request body is %d bytes, over the %d bytes accepted here." % (length, max_bytes),
         )
     return length
 

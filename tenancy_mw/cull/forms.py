@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import io
 
+from tenancy_mw.core.bodies import BodyError, read_body
 from tenancy_mw.core.errors import Refusal
 from tenancy_mw.cull.overrides import (
     TooManyCandidates,
@@ -110,10 +111,9 @@ def form_overrides(environ: dict, method: str) -> set[str]:
     cached = environ.get(FORM_OVERRIDES_KEY)
     if cached is not None and cached[0] is environ.get("wsgi.input"):
         return set(cached[1])
-    size = _declared_size(environ)
-    if size is None and not environ.get("wsgi.input_terminated"):
+    if not environ.get("CONTENT_LENGTH", "").strip() and not environ.get("wsgi.input_terminated"):
         return set()  # WSGI: no Content-Length and no terminated input means no body
-    data = _read_body(environ, size)
+    data = _read_form(environ)
     body = io.BytesIO(data)
     environ["wsgi.input"] = body
     environ["CONTENT_LENGTH"] = str(len(data))
@@ -122,36 +122,18 @@ def form_overrides(environ: dict, method: str) -> set[str]:
     return found
 
 
-def _declared_size(environ: dict) -> int | None:
-    """The ``Content-Length`` as a number, ``None`` when absent; one over the limit is refused (413)."""
-    length = environ.get("CONTENT_LENGTH", "").strip()
+def _read_form(environ: dict) -> bytes:
+    """The whole form body, read by the one body reader (:func:`.core.bodies.read_body`), in this filter's codes."""
     try:
-        size = int(length) if length else None
-    except ValueError:
-        raise UnreadableBody(400, "tenancy.unreadable-form", "Content-Length %r is not a number." % length) from None
-    if size is not None and size > FORM_BODY_LIMIT:
-        raise UnreadableBody(
-            413,
-            "tenancy.form-too-large",
-            "A form body of %d bytes is too large to check for a _method field here (at most %d)."
-            % (size, FORM_BODY_LIMIT),
-        )
-    return size
-
-
-def _read_body(environ: dict, size: int | None) -> bytes:
-    """The whole body: *size* bytes, or up to the limit (and one more, to tell) when it is not declared."""
-    try:
-        data = environ["wsgi.input"].read(size if size is not None else FORM_BODY_LIMIT + 1)
-    except Exception as exc:  # noqa: BLE001 - a broken body (bad chunking, early close) is refused
-        raise UnreadableBody(400, "tenancy.unreadable-form", "The body could not be read: %s" % exc) from None
-    if len(data) > FORM_BODY_LIMIT:
-        raise UnreadableBody(
-            413, "tenancy.form-too-large", "The form body is too large to check for a _method field here."
-        )
-    if size is not None and len(data) < size:
-        raise UnreadableBody(400, "tenancy.unreadable-form", "The body ended after %d of %d bytes." % (len(data), size))
-    return data
+        return read_body(environ, FORM_BODY_LIMIT)
+    except BodyError as exc:
+        if exc.status == 413:
+            raise UnreadableBody(
+                413,
+                "tenancy.form-too-large",
+                "The form body is too large to check for a _method field here (at most %d bytes)." % FORM_BODY_LIMIT,
+            ) from None
+        raise UnreadableBody(400, "tenancy.unreadable-form", exc.detail) from None
 
 
 def _scan(data: bytes, content_type: str) -> set[str]:

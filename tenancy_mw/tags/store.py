@@ -49,12 +49,10 @@ import threading
 import time
 from collections.abc import Iterable
 
-import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL
-
-from tenancy_mw.core import sql
+from tenancy_mw.core import sql  # first: without the sql extra, it names it
 from tenancy_mw.core.paths import shorten
+from tenancy_mw.core.sql import sa
+from tenancy_mw.extras import missing_extra
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, TagQuery, validate_tag
 from tenancy_mw.tags.sql import (
     GROUPED_ANY_SMALL,
@@ -67,6 +65,12 @@ from tenancy_mw.tags.sql import (
     tag_statistics,
 )
 
+try:
+    from sqlalchemy.dialects import postgresql, sqlite
+    from sqlalchemy.engine import URL
+except ImportError as exc:  # core.sql names the extra first; this is for a half-installed one
+    raise missing_extra("sql", __name__, exc) from exc
+
 __all__ = ["DEFAULT_MAX_TAGS", "DEFAULT_STATISTICS_TTL", "TagLimitExceeded", "TagStore"]
 
 #: The spec's limit of tags per resource.
@@ -74,7 +78,8 @@ DEFAULT_MAX_TAGS = 50
 #: Seconds :meth:`TagStore.tag_statistics` reuses PostgreSQL's statistics.
 DEFAULT_STATISTICS_TTL = 300.0
 
-LOG = logging.getLogger(__name__)
+# The logger keeps its 0.1 name, which operators route on (doc/configuration.rst).
+LOG = logging.getLogger("tenancy_mw.tag_store")
 
 # Ids per query in tags_of_many: below SQLite's limit of bound parameters.
 _BATCH = 10_000

@@ -134,7 +134,8 @@ __all__ = [
     "set_defaults",
 ]
 
-LOG = logging.getLogger(__name__)
+# The logger keeps its 0.1 name, which operators route on (doc/configuration.rst).
+LOG = logging.getLogger("tenancy_mw.tenant_path")
 
 #: Where the decoded tenant id is left for the wrapped app.
 TENANT_ID_KEY = "tenancy.tenant_id"
@@ -484,7 +485,7 @@ class TenantPath(TenancyMiddleware):
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
-    """Copies of this filter's options: the ``tenancy_mw.tenants.path_filter`` ``oslo.config.opts`` namespace."""
+    """Copies of this filter's options: the ``tenancy_mw.tenant_path`` ``oslo.config.opts`` namespace."""
     return TenantPath.list_opts()
 
 

@@ -71,3 +71,24 @@ def test_the_six_filter_classes_come_from_the_package_face():
     names = {cls: getattr(tenancy_mw, cls).__name__ for cls in tenancy_mw.FILTERS}
     assert names == {cls: cls for cls in tenancy_mw.FILTERS}
     assert len(tenancy_mw.FILTERS) == 6
+
+
+@pytest.mark.parametrize(
+    ("module", "logger"),
+    [
+        ("tenancy_mw.core.base", "tenancy_mw.base"),
+        ("tenancy_mw.tenants.path_filter", "tenancy_mw.tenant_path"),
+        ("tenancy_mw.tenants.admin.filter", "tenancy_mw.tenant_admin"),
+        ("tenancy_mw.tenants.admin.state", "tenancy_mw.tenant_admin"),
+        ("tenancy_mw.cull.filter", "tenancy_mw.admin_cull"),
+        ("tenancy_mw.cells.filter", "tenancy_mw.id_resolver"),
+        ("tenancy_mw.cells.lookup", "tenancy_mw.cell_lookup"),
+        ("tenancy_mw.cells.backfill", "tenancy_mw.uuid_backfill"),
+        ("tenancy_mw.tags.filter", "tenancy_mw.tag_query"),
+        ("tenancy_mw.tags.store", "tenancy_mw.tag_store"),
+        ("tenancy_mw.tags.api", "tenancy_mw.tag_api"),
+        ("tenancy_mw.idempotency.filter", "tenancy_mw.idempotency.filter"),
+    ],
+)
+def test_the_loggers_keep_the_names_operators_route_on(module, logger):
+    assert importlib.import_module(module).LOG.name == logger

@@ -44,7 +44,8 @@ __all__ = [
     "url",
 ]
 
-LOG = logging.getLogger(__name__)
+# The logger keeps its 0.1 name, which operators route on (doc/configuration.rst).
+LOG = logging.getLogger("tenancy_mw.tenant_admin")
 
 _ETAG_LIST = re.compile(r'\s*(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"\s*(?:,\s*(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"\s*)*')
 _ETAG = re.compile(r'(W/)?"([\x21\x23-\x7e\x80-\xff]*)"')

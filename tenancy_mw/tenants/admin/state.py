@@ -21,9 +21,10 @@ try:
 except ImportError as exc:
     raise missing_extra("sql", __name__, exc) from exc
 
-__all__ = ["StateCache", "registry_down", "state_error", "state_loader"]
+__all__ = ["StateCache", "state_error", "state_loader"]
 
-LOG = logging.getLogger(__name__)
+# The logger keeps its 0.1 name, which operators route on (doc/configuration.rst).
+LOG = logging.getLogger("tenancy_mw.tenant_admin")
 
 
 class StateCache(TenantStateCache):
@@ -78,13 +79,3 @@ def state_error(error: Callable, environ: dict, start_response: Callable, tenant
     return error(
         environ, start_response, 404, "tenancy.tenant-not-found", "Tenant %r does not exist." % shorten(tenant_id)
     )
-
-
-def registry_down(error: Callable, environ: dict, start_response: Callable):
-    """Answer ``503``: the registry cannot be reached (*error*: the filter's error renderer).
-
-    The answer is :class:`RegistryDown`'s; a filter that caught one answers
-    it with ``TenancyMiddleware.answer`` instead.
-    """
-    down = RegistryDown()
-    return error(environ, start_response, down.status, down.code, down.detail, headers=down.headers)

@@ -60,7 +60,7 @@ def _paste(tmp_path, body: str):
 
 
 def test_paste_takes_a_renamed_option_under_its_old_name_and_logs_it(tmp_path, caplog):
-    caplog.set_level(logging.WARNING, logger="tenancy_mw.core.base")
+    caplog.set_level(logging.WARNING, logger="tenancy_mw.base")
     app = _paste(tmp_path, "tenant_hdr = X-Old-Header\nadmin_role_names = root, operator\n")
     assert app.header == "X-Old-Header"
     assert app.roles == ["root", "operator"]
@@ -84,14 +84,14 @@ def test_old_and_new_name_together_are_refused(tmp_path):
 
 
 def test_an_option_deprecated_for_removal_logs_when_set(tmp_path, caplog):
-    caplog.set_level(logging.WARNING, logger="tenancy_mw.core.base")
+    caplog.set_level(logging.WARNING, logger="tenancy_mw.base")
     _paste(tmp_path, "legacy_mode = true\n")
     expected = '"legacy_mode" is deprecated for removal since 0.2 (Nothing needs it.)'
     assert any(expected in r.getMessage() for r in caplog.records)
 
 
 def test_new_names_log_nothing_and_typos_stay_errors(tmp_path, caplog):
-    caplog.set_level(logging.WARNING, logger="tenancy_mw.core.base")
+    caplog.set_level(logging.WARNING, logger="tenancy_mw.base")
     assert _paste(tmp_path, "tenant_header = X-New\n").header == "X-New"
     assert not caplog.records
     with pytest.raises(ConfigError, match="unknown option tenant_headr"):

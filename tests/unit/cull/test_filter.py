@@ -233,14 +233,14 @@ def test_without_admin_roles_role_headers_are_not_trusted():
 def test_culls_are_logged_with_method_path_client_and_request_id(caplog):
     recorder = Recorder()
     app = webtest.TestApp(RequestId(AdminCull(recorder, {})))
-    with caplog.at_level(logging.INFO, logger="tenancy_mw.cull.filter"):
+    with caplog.at_level(logging.INFO, logger="tenancy_mw.admin_cull"):
         response = app.delete(
             "/v2.1/acme", expect_errors=True, extra_environ={"REMOTE_ADDR": "198.51.100.7", "RAW_URI": "/v2.1/acme"}
         )
     assert response.status_int == 404
     request_id = response.headers["x-openstack-request-id"]
     assert response.json["errors"][0]["request_id"] == request_id
-    (record,) = [r for r in caplog.records if r.name == "tenancy_mw.cull.filter"]
+    (record,) = [r for r in caplog.records if r.name == "tenancy_mw.admin_cull"]
     assert record.levelno == logging.INFO
     message = record.getMessage()
     for part in ("DELETE", "/v2.1/acme", "198.51.100.7", request_id):

@@ -166,6 +166,22 @@ def test_a_body_that_cannot_be_read_whole_is_refused(length, stream):
     assert _refusal(environ) == (400, "tenancy.unreadable-form")
 
 
+def test_a_negative_content_length_is_refused_before_any_read():
+    # read(-1) would take the whole stream, however long, before the limit is checked.
+    reads = []
+
+    class RecordingInput(io.BytesIO):
+        def read(self, *args):
+            reads.append(args)
+            return super().read(*args)
+
+    environ = form_environ(b"")
+    environ["CONTENT_LENGTH"] = "-1"
+    environ["wsgi.input"] = RecordingInput(b"a=1&" * (FORM_BODY_LIMIT // 2))
+    assert _refusal(environ) == (400, "tenancy.unreadable-form")
+    assert reads == []
+
+
 @pytest.mark.parametrize(
     ("content_type", "body"),
     [

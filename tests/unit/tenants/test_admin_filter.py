@@ -731,7 +731,7 @@ def test_version_discovery_reserves_the_member_in_a_put(registry_url):
 def test_version_discovery_without_a_document_shows_the_tenant_alone(registry_url, service, caplog):
     app = discovering(registry_url, service)
     app.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
-    with caplog.at_level("WARNING", logger="tenancy_mw.tenants.admin"):
+    with caplog.at_level("WARNING", logger="tenancy_mw.tenant_admin"):
         assert app.get("/v2.1/acme", status=200).json == {"tier": "gold"}
     assert "version_discovery: the service answers GET /v2.1 with" in caplog.text
 
@@ -795,7 +795,7 @@ def _not_json(start_response):
 def test_version_discovery_never_fails_the_tenants_get(registry_url, answer, caplog):
     app = discovering(registry_url, broken_service(answer))
     app.put_json("/v2.1/acme", {"tier": "gold"}, status=201)
-    with caplog.at_level("WARNING", logger="tenancy_mw.tenants.admin"):
+    with caplog.at_level("WARNING", logger="tenancy_mw.tenant_admin"):
         shown = app.get("/v2.1/acme", status=200)
     assert shown.json == {"tier": "gold"}
     assert "version_discovery" in caplog.text
@@ -844,7 +844,7 @@ def test_version_discovery_keeps_a_tenants_own_version_member_and_warns(registry
     plain = discovering(registry_url, VersionedService(), version_discovery=False)
     plain.put_json("/v2.1/acme", {"version": "mine"}, status=201)
     later = discovering(registry_url, VersionedService())
-    with caplog.at_level("WARNING", logger="tenancy_mw.tenants.admin"):
+    with caplog.at_level("WARNING", logger="tenancy_mw.tenant_admin"):
         assert later.get("/v2.1/acme").json == {"version": "mine"}
     assert "holds its own 'version' member" in caplog.text
 

@@ -286,7 +286,7 @@ def test_two_instances_keep_their_own_settings():
 
 def test_refusals_are_logged_at_debug(caplog):
     app, _ = build()
-    with caplog.at_level(logging.DEBUG, logger="tenancy_mw.tenants.path_filter"):
+    with caplog.at_level(logging.DEBUG, logger="tenancy_mw.tenant_path"):
         call(app, "/v2.1/a%2Fb/x")
     assert "a%2Fb" in caplog.text
 
