@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import random
+import re
 import statistics
 import sys
 import tracemalloc
@@ -594,6 +595,14 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def selected_cases(only: str | None) -> list[Case]:
+    """Every case, or with *only* the bare app, RequestId and the cases whose name matches it."""
+    if only is None:
+        return list(CASES)
+    pattern = re.compile(only)
+    return [case for case in CASES if case.name in (BARE, REQUEST_ID) or pattern.search(case.name)]
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="few iterations: checks the bench runs, numbers are rough")
@@ -602,6 +611,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--calls", type=int, help="requests per timed batch (default 20000, --quick 300)")
     parser.add_argument("--repeats", type=int, help="timed batches per row (default 9, --quick 2)")
     parser.add_argument("--memory-calls", type=int, help="requests per row in the memory pass (default 2000)")
+    parser.add_argument(
+        "--only",
+        metavar="REGEX",
+        help="time only the rows whose name matches (the bare app and RequestId always run: the ratios need them)",
+    )
     args = parser.parse_args(argv)
     args.calls = args.calls or (300 if args.quick else 20_000)
     args.repeats = args.repeats or (2 if args.quick else 9)
@@ -613,7 +627,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    rows = [build(case) for case in CASES]
+    rows = [build(case) for case in selected_cases(args.only)]
     started = perf_counter_ns()
     measure_time(rows, args.calls, args.repeats)
     measure_memory(rows, args.memory_calls)
@@ -626,19 +640,21 @@ def main(argv: list[str] | None = None) -> int:
           % (platform.machine(), os.cpu_count(), args.repeats, args.calls, args.memory_calls, elapsed))
     if AdminCull is None:
         print("admin_cull: not importable yet, its rows are left out")
-    for line in goal_lines(CASES):
+    for line in goal_lines(selected_cases(args.only)):
         print(line)
     print()
     print(table(out))
     print()
-    for line in idempotency_report_lines(BASE_ENVIRON, target, TENANT):
-        print(line)
     misses = [r["name"] for r in out if r["result"] == "MISS"]
-    cells_report = id_resolver_bench.cells_latency(quick=args.quick)
-    print()
-    print(id_resolver_bench.cells_table(cells_report))
-    if cells_report["result"] == "MISS":
-        misses.append("id_resolver across cells")
+    cells_report = None
+    if args.only is None:  # the reports beside the table belong to a whole run
+        for line in idempotency_report_lines(BASE_ENVIRON, target, TENANT):
+            print(line)
+        cells_report = id_resolver_bench.cells_latency(quick=args.quick)
+        print()
+        print(id_resolver_bench.cells_table(cells_report))
+        if cells_report["result"] == "MISS":
+            misses.append("id_resolver across cells")
     if misses:
         print("\nMISS: %s" % ", ".join(misses))
 

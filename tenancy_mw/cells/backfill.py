@@ -128,7 +128,7 @@ def backfill_table(
                 break
             except sa.exc.OperationalError as exc:
                 # Deadlock or lock wait timeout against the service's own writes: this batch again.
-                if attempt == _BATCH_ATTEMPTS or not _is_lock_conflict(exc):
+                if attempt == _BATCH_ATTEMPTS or not sql.is_retryable(exc, lock_wait=True):
                     raise
                 LOG.info("backfill of %s: batch after %r met a lock conflict, trying again", table, last)
         if not ids:
@@ -138,12 +138,6 @@ def backfill_table(
     with engine.connect() as conn:
         remaining = conn.execute(sa.select(sa.func.count()).select_from(tbl).where(uuid_col.is_(None))).scalar_one()
     return updated, remaining
-
-
-def _is_lock_conflict(exc: sa.exc.OperationalError) -> bool:
-    orig = exc.orig
-    code = getattr(orig, "pgcode", None) or (orig.args[0] if orig is not None and orig.args else None)
-    return code in ("40P01", "55P03", 1205, 1213) or "locked" in str(exc.orig).lower()
 
 
 def backfill_uuids(

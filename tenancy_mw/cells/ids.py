@@ -58,7 +58,6 @@ from dataclasses import dataclass
 import microversion_parse
 
 from tenancy_mw.core.paths import Refused, shorten
-from tenancy_mw.extras import missing_extra
 
 __all__ = [
     "MAX_CELL_TIMEOUT",
@@ -222,11 +221,9 @@ def _cell_items(spec: str | Iterable[str]) -> list[tuple[str, str]]:
 
 def _url_checker() -> Callable[[str], bool]:
     """A test of SQLAlchemy URLs; imported here, not with the module, which needs no SQLAlchemy."""
-    try:
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError
-    except ImportError as exc:
-        raise missing_extra("sql", __name__, exc) from exc
+    from tenancy_mw.core.sql import make_url, sa  # MissingExtra, naming the sql extra, without it
+
+    ArgumentError = sa.exc.ArgumentError
 
     def is_url(url: str) -> bool:
         try:

@@ -103,12 +103,12 @@ def _declared_length(environ: dict, max_bytes: int) -> int | None:
     declared = environ.get("CONTENT_LENGTH")
     if not declared:
         return None
-    try:
-        length = int(declared)
-    except ValueError:
-        raise BodyError(400, "bad-content-length", "Content-Length %r is not a number." % shorten(declared)) from None
-    if length < 0:
-        raise BodyError(400, "bad-content-length", "Content-Length %r is negative." % shorten(declared))
+    # Digits only (RFC 9110): int() would also take " 7", "+7", "1_0" and non-ASCII digits.
+    if not (declared.isascii() and declared.isdigit()):
+        if declared[:1] == "-" and declared[1:].isascii() and declared[1:].isdigit():
+            raise BodyError(400, "bad-content-length", "Content-Length %r is negative." % shorten(declared))
+        raise BodyError(400, "bad-content-length", "Content-Length %r is not a number." % shorten(declared))
+    length = int(declared)
     if length > max_bytes:
         raise BodyError(
             413,

@@ -44,10 +44,15 @@ from typing import Any
 
 from tenancy_mw.extras import missing_extra
 
+# The one place tenancy_mw imports SQLAlchemy (tests/project/test_house.py
+# holds every other module to it): a missing sql extra is named one way.
 try:
     import sqlalchemy as sa
-    from sqlalchemy.dialects import mysql
+    from sqlalchemy.dialects import mysql, postgresql, sqlite  # noqa: F401 - for the other modules
     from sqlalchemy.engine import URL, make_url
+    from sqlalchemy.ext.compiler import compiles  # noqa: F401 - for the other modules
+    from sqlalchemy.sql.expression import ColumnElement  # noqa: F401 - for the other modules
+    from sqlalchemy.sql.visitors import InternalTraversal  # noqa: F401 - for the other modules
 except ImportError as exc:
     raise missing_extra("sql", __name__, exc) from exc
 
@@ -178,9 +183,11 @@ RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 RETRYABLE_MYSQL_ERRORS = frozenset({1213, 1205})
 DUPLICATE_KEY_SQLSTATES = frozenset({"23505"})
 DUPLICATE_KEY_MYSQL_ERRORS = frozenset({1062})
+#: PostgreSQL's lock_not_available: a lock not had within ``lock_timeout`` (or at once, ``NOWAIT``).
+LOCK_NOT_AVAILABLE_SQLSTATE = "55P03"
 
 
-def is_retryable(exc: BaseException, *, duplicate_key: bool = False) -> bool:
+def is_retryable(exc: BaseException, *, duplicate_key: bool = False, lock_wait: bool = False) -> bool:
     """True when the transaction that raised *exc* failed only for racing another one, and may run again.
 
     *exc* is a SQLAlchemy error (its driver error is read) or a driver error.
@@ -209,6 +216,12 @@ def is_retryable(exc: BaseException, *, duplicate_key: bool = False) -> bool:
     SQLite :class:`sqlite3.IntegrityError`.  Without it, a duplicate key is
     an answer, not a race.
 
+    With *lock_wait* (for a background job, such as the uuid backfill,
+    that can wait for a service's own long transactions rather than fail),
+    a lock not had in time is retryable too: PostgreSQL ``55P03``
+    (``lock_not_available``, from ``lock_timeout`` or ``NOWAIT``) and
+    SQLite's "database is locked" after its busy timeout.
+
     Example::
 
         >>> import sqlite3
@@ -224,8 +237,15 @@ def is_retryable(exc: BaseException, *, duplicate_key: bool = False) -> bool:
     errno = args[0] if args and isinstance(args[0], int) else None
     if state in RETRYABLE_SQLSTATES or errno in RETRYABLE_MYSQL_ERRORS:
         return True
+    if lock_wait and (state == LOCK_NOT_AVAILABLE_SQLSTATE or _is_sqlite_locked(orig)):
+        return True
     if not duplicate_key:
         return False
     if state in DUPLICATE_KEY_SQLSTATES or errno in DUPLICATE_KEY_MYSQL_ERRORS:
         return True
     return isinstance(orig, sqlite3.IntegrityError)
+
+
+def _is_sqlite_locked(orig: BaseException) -> bool:
+    """SQLite's busy timeout ran out: "database is locked" (or "... table is locked")."""
+    return isinstance(orig, sqlite3.OperationalError) and "is locked" in str(orig)

@@ -234,7 +234,9 @@ class AdminCull(TenancyMiddleware):
         self.rules = parse_rules(sources) + operator_rules
         prepare_folding()
         # Rules grouped by their first literal: one substring test skips a
-        # whole group (most paths hold no "action" at all).
+        # whole group (most paths hold no "action" at all).  Rules without a
+        # literal are grouped by the segment that must be a version: one
+        # version test skips them all (see CullRule.version_index).
         self._unconditional = [rule for rule in self.rules if not rule.literals]
         groups: dict[str, list] = {}
         for rule in self.rules:
@@ -251,10 +253,24 @@ class AdminCull(TenancyMiddleware):
         self.refuse_overrides = options.method_override == "refuse"
         self.admin_roles = frozenset(r.strip().lower() for r in options.admin_roles if r.strip())
 
-    def _rules_for(self, judged: frozenset[str]) -> tuple[list, list]:
-        """The rules naming a method of *judged*: those without a literal, and those by first literal."""
+    def _rules_for(self, judged: frozenset[str]) -> tuple[list, list, list]:
+        """The rules naming a method of *judged*, in three parts.
+
+        Those without a literal or a version group, those without a literal
+        by :attr:`~tenancy_mw.cull.rules.CullRule.version_index`, and those
+        by first literal.
+        """
+        unconditional = [r for r in self._unconditional if r.applies_to(judged)]
+        by_version: dict[int, list] = {}
+        for rule in unconditional:
+            if rule.version_index is not None:
+                by_version.setdefault(rule.version_index, []).append(rule)
         groups = [(literal, [r for r in group if r.applies_to(judged)]) for literal, group in self._literal_groups]
-        return [r for r in self._unconditional if r.applies_to(judged)], [(lit, g) for lit, g in groups if g]
+        return (
+            [r for r in unconditional if r.version_index is None],
+            list(by_version.items()),
+            [(lit, g) for lit, g in groups if g],
+        )
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         # judge(), inlined: one call less on every request.
@@ -309,8 +325,13 @@ class AdminCull(TenancyMiddleware):
             # this is every request's path, and a call costs as much as a
             # rule skipped by its literal.
             table = self._rules_by_method.get(method)
-            unconditional, groups = table if table is not None else self._rules_for(_judged_as(method))
-            rules = unconditional
+            rules, by_version, groups = table if table is not None else self._rules_for(_judged_as(method))
+            if by_version:
+                plain = views[0] if len(views) == 1 and views[0].plain else None
+                for index, group in by_version:
+                    # A version test holds only for a path of one reading.
+                    if plain is None or plain.version_at(index):
+                        rules = rules + group
             for literal, group in groups:
                 if literal in folded:  # one substring test skips a whole group
                     rules = rules + group

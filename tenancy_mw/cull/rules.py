@@ -129,7 +129,17 @@ class CullRule:
     Build it with :func:`parse_rule`.
     """
 
-    __slots__ = ("anchor", "fixed_length", "literals", "methods", "source", "tail_checks", "tail_length", "tokens")
+    __slots__ = (
+        "anchor",
+        "fixed_length",
+        "literals",
+        "methods",
+        "source",
+        "tail_checks",
+        "tail_length",
+        "tokens",
+        "version_index",
+    )
 
     def __init__(self, source: str, methods: frozenset | None, tokens: tuple, anchor: str) -> None:
         self.source = source
@@ -154,12 +164,20 @@ class CullRule:
             tail = tokens
         elif anchor == "anywhere" and not any(t.kind == "any" for t in tokens[1:]):
             tail = tokens[1:]
+        #: With :attr:`tail_checks`, the index from the end (negative) of a
+        #: segment that must be version-like for the pattern to match a path
+        #: of one reading, else None: rules without a literal to pre-test
+        #: are grouped by it, so one version test skips a whole group.
+        self.version_index: int | None = None
         if tail is not None:
             self.tail_length = len(tail)
             self.tail_checks = tuple(
                 (offset, token.text if token.kind == "literal" else None)
                 for offset, token in enumerate(tail)
                 if token.kind != "one"
+            )
+            self.version_index = next(
+                (offset - self.tail_length for offset, literal in self.tail_checks if literal is None), None
             )
 
     def __repr__(self) -> str:
@@ -256,6 +274,15 @@ class PathView:
         else:
             self.plain = _ODD.search(folded) is None
         self._readings: tuple | None = None
+
+    def version_at(self, index: int) -> bool:
+        """Whether ``segments[index]`` is version-like (``index`` negative, from the end); False past the start.
+
+        One test for every rule of a :attr:`CullRule.version_index` group
+        on a plain path.
+        """
+        segments = self.segments
+        return len(segments) >= -index and _is_version(segments[index], self.version_re)
 
     @property
     def readings(self) -> tuple:

@@ -40,11 +40,11 @@ try:
     from alembic.config import Config
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
-    from sqlalchemy.engine import URL, make_url
 except ImportError as exc:
     raise missing_extra("sql", __name__, exc) from exc
 
 from tenancy_mw.core import sql
+from tenancy_mw.core.sql import URL, make_url
 
 __all__ = [
     "VERSION_TABLE",

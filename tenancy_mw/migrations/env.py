@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy.pool import NullPool
 
 from tenancy_mw.core import sql
 from tenancy_mw.migrations import VERSION_TABLE
@@ -17,7 +16,7 @@ if context.is_offline_mode():
         context.run_migrations()
 else:
     # NullPool: a migration run holds no connection once it is done.
-    engine = sql.create_engine(url, poolclass=NullPool)
+    engine = sql.create_engine(url, poolclass=sql.sa.pool.NullPool)
     try:
         with engine.connect() as connection:
             context.configure(connection=connection, version_table=VERSION_TABLE, transaction_per_migration=True)

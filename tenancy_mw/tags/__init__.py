@@ -11,12 +11,43 @@ taken from this package, still work for one release with a
 """
 
 
+# What ``from tenancy_mw.tags import *`` gave in 0.1; each name warns as it is taken.
+_ALL_0_1 = (
+    "EMPTY_QUERY",
+    "GROUPED_ANY_BESIDE",
+    "GROUPED_ANY_MAX",
+    "GROUPED_ANY_REQUIRED_MAX",
+    "GROUPED_ANY_SMALL",
+    "GROUPED_MIN_CANDIDATES",
+    "MAX_QUERY_TAGS",
+    "MAX_RESOURCE_ID_LENGTH",
+    "MAX_TAG_BYTES",
+    "PARAMETERS",
+    "SEMANTICS",
+    "TAGS",
+    "TAG_COUNT_CAP",
+    "TAG_LOCKS",
+    "InvalidTag",
+    "InvalidTagQuery",
+    "TagQuery",
+    "TagStatistics",
+    "TagTables",
+    "count_tags",
+    "tag_statistics",
+    "define_tables",
+    "parse_tag_query",
+    "validate_tag",
+)
+
+
 def __getattr__(name: str):
     """An old name of the tag model's module, from where it is now, with a warning."""
     import importlib
 
     from tenancy_mw._moved import warn_moved
 
+    if name == "__all__":
+        return list(_ALL_0_1)
     model = importlib.import_module("tenancy_mw.tags.model")
     if name.startswith("__"):
         raise AttributeError("module 'tenancy_mw.tags' has no attribute %r" % name)

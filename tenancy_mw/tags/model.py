@@ -75,7 +75,7 @@ from urllib.parse import unquote_to_bytes
 from tenancy_mw.core.paths import Refused, shorten
 
 if TYPE_CHECKING:
-    import sqlalchemy as sa
+    from tenancy_mw.core.sql import sa
 
 __all__ = [
     "EMPTY_QUERY",

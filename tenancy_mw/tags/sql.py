@@ -63,17 +63,7 @@ import numbers
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from tenancy_mw.extras import missing_extra
-
-try:
-    import sqlalchemy as sa
-    from sqlalchemy.ext.compiler import compiles
-    from sqlalchemy.sql.expression import ColumnElement
-    from sqlalchemy.sql.visitors import InternalTraversal
-except ImportError as exc:
-    raise missing_extra("sql", __name__, exc) from exc
-
-from tenancy_mw.core.sql import ExactString, is_mysql, table_options
+from tenancy_mw.core.sql import ColumnElement, ExactString, InternalTraversal, compiles, is_mysql, sa, table_options
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, MAX_TAG_BYTES, TagQuery
 
 __all__ = [

@@ -51,8 +51,7 @@ from collections.abc import Iterable
 
 from tenancy_mw.core import sql  # first: without the sql extra, it names it
 from tenancy_mw.core.paths import shorten
-from tenancy_mw.core.sql import sa
-from tenancy_mw.extras import missing_extra
+from tenancy_mw.core.sql import URL, postgresql, sa, sqlite
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, TagQuery, validate_tag
 from tenancy_mw.tags.sql import (
     GROUPED_ANY_SMALL,
@@ -64,12 +63,6 @@ from tenancy_mw.tags.sql import (
     _check_candidates,
     tag_statistics,
 )
-
-try:
-    from sqlalchemy.dialects import postgresql, sqlite
-    from sqlalchemy.engine import URL
-except ImportError as exc:  # core.sql names the extra first; this is for a half-installed one
-    raise missing_extra("sql", __name__, exc) from exc
 
 __all__ = ["DEFAULT_MAX_TAGS", "DEFAULT_STATISTICS_TTL", "TagLimitExceeded", "TagStore"]
 

@@ -145,3 +145,11 @@ def test_instruction_counter_serves_the_rows_it_is_asked_for():
         REPO / "bench" / "instructions.py", "--serve", "--calls", "3", "admin_cull GET", "admin_cull 1MiB escapes"
     )
     assert proc.stdout.splitlines() == ["admin_cull GET\t3", "admin_cull 1MiB escapes\t3"]
+
+
+def test_only_times_the_rows_asked_for_beside_the_bare_app_and_request_id(tmp_path):
+    proc, report = run_bench(tmp_path, "--only", "admin_cull (GET|DELETE)$")
+    assert [row["name"] for row in report["rows"]] == ["bare app", "RequestId", "admin_cull GET", "admin_cull DELETE"]
+    assert report["id_resolver_cells"] is None  # the reports beside the table belong to a whole run
+    assert "admin_cull DELETE" in proc.stdout
+    assert "goal admin_cull:" in proc.stdout

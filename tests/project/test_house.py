@@ -7,6 +7,9 @@
   capability's private (underscore) names.
 - Every ``tenancy-mw-manage`` verb is registered through a capability's
   ``manage`` module, all of them found by :data:`tenancy_mw.manage.VERB_MODULES`.
+- SQLAlchemy is imported in one place, :mod:`tenancy_mw.core.sql`; every
+  other module takes it from there, so a missing ``sql`` extra is named one
+  way (:class:`~tenancy_mw.extras.MissingExtra`).
 
 Read with :mod:`ast`, nothing imported but :mod:`tenancy_mw.manage`.
 """
@@ -161,3 +164,25 @@ def test_verbs_are_added_only_through_a_manage_module():
     elsewhere = [_where(path) for path, tree in _modules() if _adds_parsers(tree) and _module_name(path) not in allowed]
     assert not elsewhere, "verbs added outside the capabilities' manage modules: %s" % elsewhere
     assert "tenancy_mw.manage" not in allowed  # the command finds verbs; it holds none
+
+
+# --- one way to import SQLAlchemy --------------------------------------------------------------
+
+
+def _imported_modules(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.lineno, node.module
+
+
+def test_sqlalchemy_is_imported_only_by_the_core_sql_module():
+    found = [
+        "%s:%d imports %s" % (_where(path), line, name)
+        for path, tree in _modules()
+        if path != PACKAGE / "core" / "sql.py"
+        for line, name in _imported_modules(tree)
+        if name == "sqlalchemy" or name.startswith("sqlalchemy.")
+    ]
+    assert not found, "import SQLAlchemy from tenancy_mw.core.sql instead: %s" % found

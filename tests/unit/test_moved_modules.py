@@ -49,6 +49,18 @@ def test_an_old_name_of_the_tag_model_comes_from_the_tags_package_with_a_warning
         assert tenancy_mw.tags.validate_tag is validate_tag
 
 
+def test_a_star_import_of_the_old_tag_module_gives_its_names_with_warnings():
+    from tenancy_mw.tags import model, sql
+
+    namespace: dict = {}
+    with pytest.warns(DeprecationWarning) as warned:
+        exec("from tenancy_mw.tags import *", namespace)  # noqa: S102 - a star import needs a fresh namespace
+    assert namespace["parse_tag_query"] is model.parse_tag_query
+    assert namespace["TAGS"] is sql.TAGS
+    assert {"validate_tag", "TagTables", "define_tables", "count_tags"} <= namespace.keys()
+    assert any("tenancy_mw.tags.TAGS moved to tenancy_mw.tags.sql" in str(w.message) for w in warned)
+
+
 def test_a_name_the_tag_model_never_had_is_an_attribute_error():
     import tenancy_mw.tags
 

@@ -21,14 +21,8 @@ from urllib.parse import quote
 
 from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import SAFE_IN_SEGMENT, shorten
-from tenancy_mw.core.sql import error_summary
-from tenancy_mw.extras import missing_extra
+from tenancy_mw.core.sql import error_summary, sa
 from tenancy_mw.tenants.registry import canonical_document_json
-
-try:
-    import sqlalchemy as sa
-except ImportError as exc:
-    raise missing_extra("sql", __name__, exc) from exc
 
 __all__ = [
     "Redirect",

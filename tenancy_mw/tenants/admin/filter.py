@@ -161,7 +161,7 @@ from oslo_config import cfg
 from tenancy_mw.core.base import TenancyMiddleware
 from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import PathRefused, canonical_path, shorten
-from tenancy_mw.extras import missing_extra
+from tenancy_mw.core.sql import sa
 from tenancy_mw.tenants.admin import redirects, routes
 from tenancy_mw.tenants.admin.answers import Redirect, RegistryDown, parse_if_match, redirect
 from tenancy_mw.tenants.admin.options import OPTS
@@ -171,11 +171,6 @@ from tenancy_mw.tenants.ids import InvalidTenantId, TenantLayout, UnknownPathSeg
 from tenancy_mw.tenants.moves import MoveProvider, load_provider
 from tenancy_mw.tenants.path_filter import TENANT_ID_KEY, TENANT_SOURCE_KEY
 from tenancy_mw.tenants.registry import ACTIVE, TenantRegistry
-
-try:
-    import sqlalchemy as sa
-except ImportError as exc:
-    raise missing_extra("sql", __name__, exc) from exc
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment

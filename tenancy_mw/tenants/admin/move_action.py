@@ -15,8 +15,7 @@ from urllib.parse import parse_qsl
 
 from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import shorten
-from tenancy_mw.core.sql import error_summary
-from tenancy_mw.extras import missing_extra
+from tenancy_mw.core.sql import error_summary, sa
 from tenancy_mw.tenants.admin.answers import (
     Redirect,
     RegistryDown,
@@ -32,11 +31,6 @@ from tenancy_mw.tenants.admin.answers import (
 from tenancy_mw.tenants.ids import InvalidTenantId, validate_tenant_id
 from tenancy_mw.tenants.moves import MoveProvider, MoveRefused
 from tenancy_mw.tenants.registry import DELETED, Tenant
-
-try:
-    import sqlalchemy as sa
-except ImportError as exc:
-    raise missing_extra("sql", __name__, exc) from exc
 
 if TYPE_CHECKING:
     from tenancy_mw.tenants.admin.filter import TenantAdmin

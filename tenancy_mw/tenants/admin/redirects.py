@@ -11,17 +11,11 @@ import logging
 from collections.abc import Callable
 
 from tenancy_mw.core.paths import PathRefused, canonical_path
-from tenancy_mw.core.sql import error_summary
-from tenancy_mw.extras import missing_extra
+from tenancy_mw.core.sql import error_summary, sa
 from tenancy_mw.tenants.admin.answers import redirect, url
 from tenancy_mw.tenants.admin.routes import tenant_index
 from tenancy_mw.tenants.ids import TenantLayout, UnknownPathSegment
 from tenancy_mw.tenants.registry import TenantRegistry
-
-try:
-    import sqlalchemy as sa
-except ImportError as exc:
-    raise missing_extra("sql", __name__, exc) from exc
 
 __all__ = ["moved_location", "serve_redirecting"]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 
+from tenancy_mw.core import bodies
 from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import shorten
 from tenancy_mw.tenants.registry import canonical_document_json
@@ -73,38 +74,16 @@ def _check_canonical(document: dict) -> None:
 
 
 def read_body(environ: dict, limit: int) -> bytes:
-    """The request body, at most *limit* bytes (``413`` beyond), never read past ``Content-Length``."""
-    length = environ.get("CONTENT_LENGTH") or ""
-    if length:
-        # isdigit() alone takes "²" and other digits int() refuses or reads otherwise.
-        if not (length.isascii() and length.isdigit()):
-            raise Refusal(400, "tenancy.bad-content-length", "Content-Length %r is not a number." % shorten(length))
-        if int(length) > limit:
-            raise _too_large(int(length), limit)
-    elif not environ.get("wsgi.input_terminated") and "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", ""):
-        return b""
+    """The request body, at most *limit* bytes, by the one body reader (:func:`tenancy_mw.core.bodies.read_body`).
+
+    Its refusals keep tenant_admin's codes: ``tenancy.representation-too-large``
+    (413) and ``tenancy.`` followed by the reader's rule for the others.
+    """
     try:
-        raw = environ["wsgi.input"].read(int(length) if length else limit + 1)
-    except Exception as exc:  # a client that stops early: the server's own error type
-        raise Refusal(400, "tenancy.unreadable-body", "The request body could not be read: %s." % exc) from None
-    if len(raw) > limit:
-        raise _too_large(len(raw), limit)
-    if length and len(raw) < int(length):
-        raise Refusal(
-            400,
-            "tenancy.unreadable-body",
-            "The request body ended after %d of the %s bytes its Content-Length announced." % (len(raw), length),
-        )
-    return raw
-
-
-def _too_large(size: int, limit: int) -> Refusal:
-    return Refusal(
-        413,
-        "tenancy.representation-too-large",
-        "The tenant representation is %s bytes; at most %d are allowed."
-        % ("over %d" % limit if size > limit else size, limit),
-    )
+        return bodies.read_body(environ, limit)
+    except bodies.BodyError as exc:
+        code = "tenancy.representation-too-large" if exc.status == 413 else "tenancy." + exc.rule
+        raise Refusal(exc.status, code, exc.detail) from None
 
 
 def reject_constant(name: str) -> None:

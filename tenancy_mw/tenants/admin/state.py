@@ -11,15 +11,9 @@ import time
 from collections.abc import Callable
 
 from tenancy_mw.core.paths import shorten
-from tenancy_mw.core.sql import error_summary
-from tenancy_mw.extras import missing_extra
+from tenancy_mw.core.sql import error_summary, sa
 from tenancy_mw.tenants.admin.answers import RegistryDown
 from tenancy_mw.tenants.registry import DELETED, TenantRegistry, TenantStateCache
-
-try:
-    import sqlalchemy as sa
-except ImportError as exc:
-    raise missing_extra("sql", __name__, exc) from exc
 
 __all__ = ["StateCache", "state_error", "state_loader"]
 

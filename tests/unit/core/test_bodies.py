@@ -96,6 +96,9 @@ def test_read_body_without_a_length_on_a_server_that_does_not_end_its_input_has_
 def test_read_body_refusals():
     assert raw_failure(environ(b"x", "12x")) == (400, "bad-content-length")
     assert raw_failure(environ(b"x", "-1")) == (400, "bad-content-length")
+    # Digits only: int() would read these as 1 (or 10), a server or proxy may not.
+    for spelling in (" 1", "+1", "1_0", "\u0661", "1 "):
+        assert raw_failure(environ(b"x", spelling)) == (400, "bad-content-length"), spelling
     assert raw_failure(environ(b"x" * 17)) == (413, "body-too-large")
     assert raw_failure(environ(b"x" * 17, None, terminated=True)) == (413, "body-too-large")
     assert raw_failure({"CONTENT_LENGTH": "9", "wsgi.input": io.BytesIO(b"short")}) == (400, "unreadable-body")

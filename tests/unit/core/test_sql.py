@@ -63,6 +63,30 @@ def test_sqlite_locked_database_is_not_retryable(make_database):
         assert "locked" in str(raised.value)
         assert not sql.is_retryable(raised.value)
         assert not sql.is_retryable(raised.value, duplicate_key=True)
+        # A background job that can wait (the uuid backfill) tries again.
+        assert sql.is_retryable(raised.value, lock_wait=True)
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("backend", SERVERS)
+def test_a_lock_not_had_in_time_is_retryable_for_a_job_that_can_wait(make_database, backend):
+    # PostgreSQL's lock_timeout raises 55P03 (retryable only with lock_wait);
+    # MariaDB's innodb_lock_wait_timeout raises 1205 (always retryable).
+    engine, table = _engine_with_rows(make_database(backend))
+    try:
+        with engine.connect() as holder, engine.connect() as waiter:
+            _bump(holder, table, 1)  # holds the row lock until rolled back
+            if backend == "postgresql":
+                waiter.exec_driver_sql("SET lock_timeout = '200ms'")
+            else:
+                waiter.exec_driver_sql("SET SESSION innodb_lock_wait_timeout = 1")
+            with pytest.raises(sa.exc.OperationalError) as raised:
+                _bump(waiter, table, 1)
+            waiter.rollback()
+            holder.rollback()
+        assert sql.is_retryable(raised.value, lock_wait=True)
+        assert sql.is_retryable(raised.value) is (backend == "mariadb")
     finally:
         engine.dispose()
 

@@ -484,3 +484,25 @@ def test_long_paths_beyond_the_cap_are_cheap_to_refuse():
     path = "/v2.1/acme/" + "action/a/" * 800 + "move"
     assert call(app, make_environ("GET", path))[0] == 400
     assert call(app, make_environ("GET", path + "/x" * 500))[0] == 414
+
+
+_GROUPED_SEGMENTS = ["v1", "v2.1", "acme", "action", "move", "os-services", "x", "servers", "V3", "v2;p"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(_GROUPED_SEGMENTS), min_size=1, max_size=6),
+    st.sampled_from(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "PROPFIND"]),
+)
+def test_grouped_rules_decide_as_every_rule_tried_one_by_one(segments, method):
+    # The filter tries rules by group (a literal or a version test skips a
+    # group); trying every rule in turn must cull exactly the same requests.
+    from tenancy_mw.core.paths import canonical_path
+    from tenancy_mw.cull.filter import _judged_as
+
+    cull = AdminCull(None, {"rules": "PUT,DELETE /os-services/*\nPATCH /{version}/*/x\n* /**/{version}/servers"})
+    path = "/" + "/".join(segments)
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "SCRIPT_NAME": "", "RAW_URI": path}
+    view = cull._view(canonical_path(dict(environ)))
+    expected = any(rule.matches_view(view, _judged_as(method)) for rule in cull.rules)
+    assert (cull.judge(environ) is not None) is expected, (method, path)

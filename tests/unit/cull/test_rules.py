@@ -183,3 +183,18 @@ def test_the_one_reading_shortcut_agrees_with_the_general_matcher(segments, pref
     general.plain = False  # take the general matcher's road on the same reading
     for rule in rules:
         assert rule.matches_path(shortcut) is rule.matches_path(general), (rule.source, segments, prefix)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_SEGMENTS + ["", "v2;x", " v1"]), max_size=7), st.integers(0, 2))
+def test_a_rule_whose_version_segment_is_not_one_never_matches(segments, prefix):
+    # admin_cull skips a whole group of literal-less rules when the segment
+    # their version_index names is not version-like: on a path of one
+    # reading, no rule of the group may match then.
+    rules = parse_rules(list(DEFAULT_RULES) + ["PUT /{version}/*/x", "* /**/{version}/*/*", "GET /a/{version}"])
+    grouped = [rule for rule in rules if rule.version_index is not None]
+    assert {rule.source for rule in grouped} >= {"PUT,DELETE /{version}/{tenant}", "PUT /{version}/*/x"}
+    view = PathView(tuple(segments), VERSION, prefix)
+    for rule in grouped:
+        if view.plain and not view.version_at(rule.version_index):
+            assert not rule.matches_path(view), (rule.source, segments, prefix)

@@ -412,6 +412,10 @@ MOVED = sorted(set(OLD_MODEL_NAMES) - set(model.__all__))
 
 
 def test_every_old_model_name_is_in_model_or_sql_and_only_one():
+    import tenancy_mw.tags
+
+    # A star import of the 0.1 module gives exactly these names.
+    assert tenancy_mw.tags.__all__ == OLD_MODEL_NAMES
     assert set(OLD_MODEL_NAMES) <= set(model.__all__) | set(tags_sql.__all__)
     assert not set(model.__all__) & set(tags_sql.__all__)
     assert set(MOVED) <= model.MOVED_TO_SQL

@@ -7,11 +7,9 @@ Create Date: 2026-11-22
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import mysql
 
-from tenancy_mw.core.sql import ExactString, table_options
+from tenancy_mw.core.sql import ExactString, mysql, sa, table_options
 
 revision = "7c1e0d2a9b41"
 down_revision = None

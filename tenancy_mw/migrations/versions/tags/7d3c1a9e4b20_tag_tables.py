@@ -5,10 +5,9 @@ Revises:
 Create Date: 2026-11-22
 """
 
-import sqlalchemy as sa
 from alembic import op
 
-from tenancy_mw.core.sql import ExactString, table_options
+from tenancy_mw.core.sql import ExactString, sa, table_options
 
 revision = "7d3c1a9e4b20"
 down_revision = None

@@ -5,11 +5,9 @@ Revises:
 Create Date: 2026-11-22
 """
 
-import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import mysql
 
-from tenancy_mw.core.sql import ExactString, table_options
+from tenancy_mw.core.sql import ExactString, mysql, sa, table_options
 
 revision = "tenants_0001"
 down_revision = None
