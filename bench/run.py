@@ -614,7 +614,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         metavar="REGEX",
-        help="time only the rows whose name matches (the bare app and RequestId always run: the ratios need them)",
+        help="time only the rows whose name matches (the bare app and RequestId always run: the ratios need "
+        "them); the id_resolver cells table and the idempotency report are left out, --check judges these rows",
     )
     args = parser.parse_args(argv)
     args.calls = args.calls or (300 if args.quick else 20_000)
@@ -622,6 +623,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.memory_calls = args.memory_calls or (50 if args.quick else 2_000)
     if min(args.calls, args.repeats, args.memory_calls) < 1:
         parser.error("--calls, --repeats and --memory-calls must be positive")
+    if args.only is not None:
+        try:
+            re.compile(args.only)
+        except re.error as exc:
+            parser.error("--only %r is not a regular expression: %s" % (args.only, exc))
     return args
 
 

@@ -103,7 +103,10 @@ def _declared_length(environ: dict, max_bytes: int) -> int | None:
     declared = environ.get("CONTENT_LENGTH")
     if not declared:
         return None
-    # Digits only (RFC 9110): int() would also take " 7", "+7", "1_0" and non-ASCII digits.
+    # Digits only (RFC 9110), with the optional whitespace around a header
+    # value that some servers pass on: int() would also take "+7", "1_0"
+    # and non-ASCII digits.
+    declared = declared.strip(" \t")
     if not (declared.isascii() and declared.isdigit()):
         if declared[:1] == "-" and declared[1:].isascii() and declared[1:].isdigit():
             raise BodyError(400, "bad-content-length", "Content-Length %r is negative." % shorten(declared))

@@ -10,7 +10,6 @@ taken from this package, still work for one release with a
 :mod:`tenancy_mw.tags.model` or :mod:`tenancy_mw.tags.sql`.
 """
 
-
 # What ``from tenancy_mw.tags import *`` gave in 0.1; each name warns as it is taken.
 _ALL_0_1 = (
     "EMPTY_QUERY",

@@ -53,7 +53,7 @@ def test_a_star_import_of_the_old_tag_module_gives_its_names_with_warnings():
     from tenancy_mw.tags import model, sql
 
     namespace: dict = {}
-    with pytest.warns(DeprecationWarning) as warned:
+    with pytest.warns(DeprecationWarning, match=r"moved to tenancy_mw\.tags\.(model|sql)") as warned:
         exec("from tenancy_mw.tags import *", namespace)  # noqa: S102 - a star import needs a fresh namespace
     assert namespace["parse_tag_query"] is model.parse_tag_query
     assert namespace["TAGS"] is sql.TAGS

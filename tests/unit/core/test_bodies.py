@@ -97,7 +97,7 @@ def test_read_body_refusals():
     assert raw_failure(environ(b"x", "12x")) == (400, "bad-content-length")
     assert raw_failure(environ(b"x", "-1")) == (400, "bad-content-length")
     # Digits only: int() would read these as 1 (or 10), a server or proxy may not.
-    for spelling in (" 1", "+1", "1_0", "\u0661", "1 "):
+    for spelling in ("+1", "1_0", "\u0661", "1 1", " ", "0x1"):
         assert raw_failure(environ(b"x", spelling)) == (400, "bad-content-length"), spelling
     assert raw_failure(environ(b"x" * 17)) == (413, "body-too-large")
     assert raw_failure(environ(b"x" * 17, None, terminated=True)) == (413, "body-too-large")
@@ -105,6 +105,12 @@ def test_read_body_refusals():
     assert raw_failure({"CONTENT_LENGTH": "3", "wsgi.input": Broken(b"abc")}) == (400, "unreadable-body")
     chunked = {"HTTP_TRANSFER_ENCODING": "chunked", "wsgi.input": io.BytesIO(b"3\r\nabc\r\n0\r\n\r\n")}
     assert raw_failure(chunked) == (411, "length-required")
+
+
+def test_whitespace_around_the_content_length_is_allowed():
+    # HTTP's optional whitespace around a header value; wsgiref and eventlet pass it on.
+    for spelling in ("2 ", " 2", "2\t"):
+        assert read_body(environ(b"{}next", spelling), 16) == b"{}", spelling
 
 
 def test_exactly_the_limit_is_accepted():
