@@ -426,15 +426,6 @@ def parse_tag_query(
     )
 
 
-def _values_in_string(query: str | bytes) -> dict[str, list[str]]:
-    """``{parameter: [value, ...]}`` of the tag parameters of a query string, in the order found."""
-    found: dict[str, list[str]] = {}
-    for name, value in _query_pairs(query):
-        if name in _FIELDS:
-            found.setdefault(name, []).append(value)
-    return found
-
-
 def _values_in_mapping(query: Mapping[str, str | Iterable[str]]) -> dict[str, list[str]]:
     """``{parameter: [value, ...]}`` of the tag parameters of a mapping or multidict."""
     found: dict[str, list[str]] = {}
@@ -443,24 +434,20 @@ def _values_in_mapping(query: Mapping[str, str | Iterable[str]]) -> dict[str, li
     for name, value in query.items():
         if name not in _FIELDS:
             continue
-        if isinstance(value, str):
-            found.setdefault(name, []).append(value)
-        elif isinstance(value, Iterable) and not isinstance(value, (bytes, bytearray)):
-            found.setdefault(name, []).extend(value)
-        else:
-            raise InvalidTagQuery(
-                "not-a-string", "Parameter %s holds %s, not a string." % (name, shorten(repr(value))), value, name
-            )
+        values = [value] if isinstance(value, str) else value
+        if isinstance(value, (bytes, bytearray)) or not isinstance(value, Iterable):
+            values = [value]
+        for item in values:
+            if not isinstance(item, str):
+                raise InvalidTagQuery(
+                    "not-a-string", "Parameter %s holds %s, not a string." % (name, shorten(repr(item))), item, name
+                )
+            found.setdefault(name, []).append(item)
     return found
 
 
 def _parameter_tags(name: str, values: list[str]) -> frozenset:
-    """The tags of one parameter, its repeated values merged; :class:`InvalidTagQuery` for a bad one."""
-    for value in values:
-        if not isinstance(value, str):
-            raise InvalidTagQuery(
-                "not-a-string", "Parameter %s holds %s, not a string." % (name, shorten(repr(value))), value, name
-            )
+    """The tags of one parameter (strings), its repeated values merged; :class:`InvalidTagQuery` for a bad one."""
     joined = values[0] if len(values) == 1 else ",".join(values)
     tags = frozenset(joined.split(","))
     # One regular expression for the whole list; item by item only when
@@ -495,15 +482,15 @@ def _check_items(joined: str, name: str) -> None:
                 raise InvalidTagQuery(exc.rule, exc.detail, item, name) from None
 
 
-def _query_pairs(query: str | bytes) -> list[tuple[str, str]]:
-    """The decoded ``(name, value)`` pairs of the tag parameters of a query string.
+def _values_in_string(query: str | bytes) -> dict[str, list[str]]:
+    """``{parameter: [value, ...]}`` of the tag parameters of a query string, decoded, in the order found.
 
     Other parameters are skipped undecoded: they are the service's business.
     Decoding is form decoding (``+`` is a space, ``%XX`` a byte), then UTF-8.
     """
     # A WSGI QUERY_STRING is the raw bytes as latin-1 text (PEP 3333).
     text = query.decode("latin-1") if isinstance(query, bytes) else query
-    pairs = []
+    found: dict[str, list[str]] = {}
     for part in text.split("&"):
         name, _, value = part.partition("=")
         if name not in _FIELDS:
@@ -525,8 +512,8 @@ def _query_pairs(query: str | bytes) -> list[tuple[str, str]]:
                     value,
                     name,
                 ) from None
-        pairs.append((name, value))
-    return pairs
+        found.setdefault(name, []).append(value)
+    return found
 
 
 def _form_decode(text: str) -> str:

@@ -442,7 +442,7 @@ def test_model_has_no_name_it_never_had():
         model.no_such_name  # noqa: B018 - the access is the test
 
 
-@pytest.mark.parametrize("name", [*OLD_MODEL_NAMES, "_has_tag", "_check_candidates", "_query_pairs"])
+@pytest.mark.parametrize("name", [*OLD_MODEL_NAMES, "_has_tag", "_check_candidates"])
 def test_the_old_module_finds_each_name_where_it_is_now(name):
     """``tenancy_mw.tags.<name>`` (the module of 0.1) warns naming the module that holds it now."""
     import tenancy_mw.tags
