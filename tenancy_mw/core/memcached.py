@@ -30,7 +30,7 @@ import re
 from pymemcache.client.hash import HashClient
 from pymemcache.exceptions import MemcacheError
 
-__all__ = ["MemcachedCluster", "MemcachedError", "ValueTooLarge", "exchange", "parse_server"]
+__all__ = ["ConnectionLost", "MemcachedCluster", "MemcachedError", "ValueTooLarge", "exchange", "parse_server"]
 
 
 class MemcachedError(Exception):
@@ -39,6 +39,10 @@ class MemcachedError(Exception):
 
 class ValueTooLarge(MemcachedError):
     """The value is larger than memcached holds (its ``-I`` item size)."""
+
+
+class ConnectionLost(MemcachedError):
+    """The connection was closed by the server before any byte of a reply came (it restarted, or dropped it)."""
 
 
 _HEADER = re.compile(rb"(HD|NS|EX|NF|EN|VA)(?: ([0-9]+))?((?: [A-Za-z][^ ]*)*)")
@@ -58,14 +62,20 @@ def exchange(client, command: bytes, replies: int) -> list[tuple[bytes, dict, by
     if client.sock is None:
         client._connect()
     sock = client.sock
-    sock.sendall(command)
+    try:
+        sock.sendall(command)
+    except (BrokenPipeError, ConnectionResetError):
+        raise ConnectionLost("memcached closed the connection") from None
     buffer = bytearray()
     position = 0
 
     def fill() -> None:
-        data = sock.recv(_RECV_SIZE)
+        try:
+            data = sock.recv(_RECV_SIZE)
+        except ConnectionResetError:
+            data = b""
         if not data:
-            raise MemcachedError("memcached closed the connection")
+            raise (MemcachedError if buffer else ConnectionLost)("memcached closed the connection")
         buffer.extend(data)
 
     results: list = []
@@ -149,16 +159,32 @@ class MemcachedCluster:
 
         Every command in *command* must be for keys of that same server.
         Raises :class:`MemcachedError` (or :class:`ValueTooLarge`) when the
-        server cannot answer.
+        server cannot answer.  A pooled connection found closed before any
+        reply came, as one opened before the server restarted, is dropped
+        and the call sent once more on a new connection (what a restarted
+        server had read, it has forgotten with everything else).
         """
         server = self.server_of(key)
+        try:
+            return self._send(server, command, replies)
+        except ConnectionLost:
+            return self._send(server, command, replies)
+
+    def _send(self, server: str, command: bytes, replies: int) -> list[tuple[bytes, dict, bytes | None]]:
+        """One attempt of :meth:`call`; :class:`ConnectionLost` only when the connection was a pooled one."""
         pooled = self._hash_client.clients[server]
         self.round_trips += 1
+        reused = False
         try:
             # destroy_on_fail: a connection whose replies were not all read
             # is closed, never handed to the next request.
             with pooled.client_pool.get_and_release(destroy_on_fail=True) as client:
+                reused = client.sock is not None
                 return exchange(client, command, replies)
+        except ConnectionLost as exc:
+            if reused:
+                raise
+            raise MemcachedError("memcached %s: %s" % (server, exc)) from None
         except MemcachedError:
             raise
         except (OSError, MemcacheError) as exc:
