@@ -74,7 +74,9 @@ def worker_pid_filter_factory(global_conf, **local_conf):
         pid = ("X-Worker-Pid", str(os.getpid()))
 
         def with_pid(environ, start_response):
-            return app(environ, lambda status, headers, exc_info=None: start_response(status, [*headers, pid], exc_info))
+            return app(
+                environ, lambda status, headers, exc_info=None: start_response(status, [*headers, pid], exc_info)
+            )
 
         return with_pid
 
@@ -146,9 +148,11 @@ def server_env() -> dict:
 # --- the clients ---------------------------------------------------------------------
 
 
-def request(host: str, port: int, method: str, target: str, body: bytes | None = None) -> tuple[int, dict]:
+def request(
+    host: str, port: int, method: str, target: str, body: bytes | None = None, timeout: float = 10.0
+) -> tuple[int, dict]:
     """One request on a new connection: status and headers (lower-case names)."""
-    conn = http.client.HTTPConnection(host, port, timeout=10)
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
         headers = {"Content-Type": "application/json"} if body is not None else {}
         conn.request(method, target, body=body, headers=headers)
@@ -248,8 +252,11 @@ def broken_bound(seen: Watched, bound: float, after=GONE) -> list[str]:
     unproven for a worker that no request sent after that moment reached.
     """
     late = [a for a in seen.answers if a.sent > seen.changed + bound]
-    broken = ["%s/%d answered %d to a request sent %.3f s after the change" % (a.host, a.pid, a.status,
-              a.sent - seen.changed) for a in late if a.status not in after]
+    broken = [
+        "%s/%d answered %d to a request sent %.3f s after the change" % (a.host, a.pid, a.status, a.sent - seen.changed)
+        for a in late
+        if a.status not in after
+    ]
     for host, pids in seen.workers.items():
         asked = {a.pid for a in late if a.host == host}
         broken += ["%s/%d was not asked after %.3f s" % (host, pid, bound) for pid in pids if pid not in asked]
@@ -277,7 +284,7 @@ def watch(
     until: float = 0.0,
     timeout: float = 60.0,
 ) -> Watched:
-    """Ask every worker of *hosts* about *tenant* until each answered *before*; make *change*; ask until each answers *after*.
+    """Ask every worker about *tenant* until each answered *before*; make *change*; ask until each answers *after*.
 
     *change* is a callable that makes the change (an admin call, a purge)
     and raises if it fails; the clients go on *settle* seconds before it,
@@ -340,8 +347,16 @@ def measure_round(
     """
     tenant = "seen-%s" % uuid.uuid4().hex[:12]
     admin_call(admin, "PUT", tenant, 201, b"{}")()
-    seen = watch(hosts, workers, tenant, admin_call(admin, "DELETE", tenant, 204), per_host=per_host,
-                 settle=settle, until=until, timeout=timeout)
+    seen = watch(
+        hosts,
+        workers,
+        tenant,
+        admin_call(admin, "DELETE", tenant, 204),
+        per_host=per_host,
+        settle=settle,
+        until=until,
+        timeout=timeout,
+    )
     return summarize(seen.answers, seen.workers, seen.changed), seen
 
 
@@ -381,6 +396,8 @@ def start_servers(ini: Path, folder: Path, workers: int) -> tuple[list, object]:
     admin = Server(ini, "pipeline:admin", 1, folder / "admin.log", host=HOSTS[0])
     for server in [*public, admin]:
         server.wait_ready()
+        # Its workers load the pipeline after they start: the first answer may take a while on a busy machine.
+        request(server.host, server.port, "GET", "/", timeout=120)
     return public, admin
 
 
@@ -409,8 +426,13 @@ def run(args: argparse.Namespace, folder: Path) -> list[Round]:
         hosts = [(server.host, server.port) for server in public]
         # The delete lands anywhere in the life of the workers' cache entries (with memcached, it does not matter).
         return [
-            measure_round(hosts, (admin.host, admin.port), args.workers, args.clients,
-                          random.uniform(0, 1.0 if args.memcached else args.cache_ttl))[0]
+            measure_round(
+                hosts,
+                (admin.host, admin.port),
+                args.workers,
+                args.clients,
+                random.uniform(0, 1.0 if args.memcached else args.cache_ttl),
+            )[0]
             for _ in range(args.rounds)
         ]
     finally:
@@ -423,15 +445,29 @@ def report(args: argparse.Namespace, rounds: list[Round]) -> list[str]:
     lines = [
         "tenant DELETE seen everywhere: %d hosts x %d gunicorn workers, cache_ttl = %g s%s, %s registry; "
         "Python %s on %s, load average %.2f"
-        % (len(HOSTS), args.workers, args.cache_ttl, ", state_memcached_servers" if args.memcached else "",
-           (args.url or "sqlite").split(":", 1)[0], platform.python_version(), platform.machine(), os.getloadavg()[0]),
+        % (
+            len(HOSTS),
+            args.workers,
+            args.cache_ttl,
+            ", state_memcached_servers" if args.memcached else "",
+            (args.url or "sqlite").split(":", 1)[0],
+            platform.python_version(),
+            platform.machine(),
+            os.getloadavg()[0],
+        ),
         "round  everywhere  last served  worker median  after refusal  answers",
     ]
     for number, one in enumerate(rounds, 1):
         lines.append(
             "%5d  %8.3f s  %9.3f s  %11.3f s  %13d  %7d"
-            % (number, one.everywhere, max(one.last_served, -1.0), statistics.median(one.first_refusals.values()),
-               one.served_after_refusal, one.answers)
+            % (
+                number,
+                one.everywhere,
+                max(one.last_served, -1.0),
+                statistics.median(one.first_refusals.values()),
+                one.served_after_refusal,
+                one.answers,
+            )
         )
     worst = max(one.everywhere for one in rounds)
     served = max(one.last_served for one in rounds)
@@ -439,8 +475,12 @@ def report(args: argparse.Namespace, rounds: list[Round]) -> list[str]:
     verdict = "PASS" if served <= bound and not any(one.served_after_refusal for one in rounds) else "MISS"
     lines.append(
         "worst: seen everywhere after %.3f s; last request served sent %s; bound %s  %s"
-        % (worst, "%.3f s after the delete" % served if served > -1 else "before the delete",
-           "the next request" if args.memcached else "cache_ttl = %g s" % args.cache_ttl, verdict)
+        % (
+            worst,
+            "%.3f s after the delete" % served if served > -1 else "before the delete",
+            "the next request" if args.memcached else "cache_ttl = %g s" % args.cache_ttl,
+            verdict,
+        )
     )
     return lines
 
@@ -474,8 +514,11 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"args": vars(args), "rounds": [asdict(one) for one in rounds], "verdict": lines[-1].split()[-1]},
-                      handle, indent=2)
+            json.dump(
+                {"args": vars(args), "rounds": [asdict(one) for one in rounds], "verdict": lines[-1].split()[-1]},
+                handle,
+                indent=2,
+            )
             handle.write("\n")
     return 0
 

@@ -97,8 +97,8 @@ def exchange(client, command: bytes, replies: int) -> list[tuple[bytes, dict, by
             size = int(match.group(2) or 0)
             while len(buffer) < position + size + 2:
                 fill()
-            value = bytes(buffer[position:position + size])
-            if buffer[position + size:position + size + 2] != b"\r\n":
+            value = bytes(buffer[position : position + size])
+            if buffer[position + size : position + size + 2] != b"\r\n":
                 raise MemcachedError("memcached sent a value block that does not match its length")
             position += size + 2
         results.append((match.group(1), flags, value))
@@ -110,8 +110,8 @@ def exchange(client, command: bytes, replies: int) -> list[tuple[bytes, dict, by
 def parse_server(spec: str) -> tuple[str, int]:
     """``"host:port"`` (``"[::1]:11211"`` too) as ``(host, port)``; :class:`ValueError` if it is not one.
 
-        >>> parse_server("10.0.0.5:11211")
-        ('10.0.0.5', 11211)
+    >>> parse_server("10.0.0.5:11211")
+    ('10.0.0.5', 11211)
     """
     host, sep, port = spec.strip().rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:

@@ -591,6 +591,7 @@ def _changing(conn: sa.Connection) -> set[str]:
     """The ids of the tenants *conn*'s write transaction (:meth:`TenantRegistry._write`) may change."""
     return conn.get_execution_options().get("tenancy_changing", set())
 
+
 # A worker forked from a process whose registries hold pooled connections
 # must not share those connections with its parent.
 _OPEN_REGISTRIES: weakref.WeakSet[TenantRegistry] = weakref.WeakSet()

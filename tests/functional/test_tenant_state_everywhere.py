@@ -33,7 +33,6 @@ import uuid
 
 import pytest
 
-from tenancy_mw.tenants.shared_state import SharedTenantStates
 from tests.conftest import REPO_ROOT, require
 from tests.support import databases
 from tests.support.servers import GunicornServer, http_request
@@ -65,8 +64,9 @@ class Hosts:
 
 
 def _start(ini, name, host, workers, tmp) -> GunicornServer:
-    server = GunicornServer(ini, name=name, workers=workers, env=seen_everywhere.server_env(), cwd=REPO_ROOT,
-                            log_dir=tmp, host=host)
+    server = GunicornServer(
+        ini, name=name, workers=workers, env=seen_everywhere.server_env(), cwd=REPO_ROOT, log_dir=tmp, host=host
+    )
     server.start()
     return server
 
@@ -91,7 +91,7 @@ def hosts(request, memcached_cluster, tmp_path_factory):
     servers = []
     try:
         servers.append(_start(ttl_ini, "admin", "127.0.0.1", 1, tmp))
-        for ini, name in ((ttl_ini, "ttl"), (shared_ini, "shared")):
+        for ini in (ttl_ini, shared_ini):
             for host in seen_everywhere.HOSTS:
                 servers.append(_start(ini, "public", host, WORKERS, tmp))
         places = [(server.host, server.port) for server in servers]
@@ -142,12 +142,22 @@ def test_with_memcached_a_delete_is_seen_on_the_next_request(hosts):
 def test_with_memcached_a_create_and_a_restore_are_seen_on_the_next_request(hosts):
     tenant = fresh()
     # Every worker has the id cached as unknown (for SHARED_TTL seconds) when it is created.
-    created = watch(hosts.shared, tenant, seen_everywhere.admin_call(hosts.admin, "PUT", tenant, 201, b"{}"),
-                    before=(404,), after=(200,))
+    created = watch(
+        hosts.shared,
+        tenant,
+        seen_everywhere.admin_call(hosts.admin, "PUT", tenant, 201, b"{}"),
+        before=(404,),
+        after=(200,),
+    )
     assert seen_everywhere.broken_bound(created, 0.0, after=(200,)) == []
     seen_everywhere.admin_call(hosts.admin, "DELETE", tenant, 204)()
-    restored = watch(hosts.shared, tenant, seen_everywhere.admin_call(hosts.admin, "POST", tenant + "/action/restore",
-                     200), before=(410,), after=(200,))
+    restored = watch(
+        hosts.shared,
+        tenant,
+        seen_everywhere.admin_call(hosts.admin, "POST", tenant + "/action/restore", 200),
+        before=(410,),
+        after=(200,),
+    )
     assert seen_everywhere.broken_bound(restored, 0.0, after=(200,)) == []
 
 
@@ -159,8 +169,19 @@ def test_purge_with_the_memcached_servers_is_seen_on_the_next_request(hosts):
 
     def purge() -> None:
         # python -m from the checkout: the code under test, not an installed copy.
-        command = [sys.executable, "-m", "tenancy_mw.manage", "tenants", "purge", "--url", hosts.registry_url,
-                   "--retention", "0", "--state-memcached-servers", cluster]
+        command = [
+            sys.executable,
+            "-m",
+            "tenancy_mw.manage",
+            "tenants",
+            "purge",
+            "--url",
+            hosts.registry_url,
+            "--retention",
+            "0",
+            "--state-memcached-servers",
+            cluster,
+        ]
         done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 0, done.stderr
         assert repr(tenant) in done.stdout
@@ -171,8 +192,11 @@ def test_purge_with_the_memcached_servers_is_seen_on_the_next_request(hosts):
 
 
 def _statuses(pair, tenant: str, times: int = 4) -> set[int]:
-    return {http_request(port, "GET", "/v2.1/%s/servers" % tenant, host=host).status
-            for _ in range(times) for host, port in pair}
+    return {
+        http_request(port, "GET", "/v2.1/%s/servers" % tenant, host=host).status
+        for _ in range(times)
+        for host, port in pair
+    }
 
 
 def test_with_memcached_down_every_shared_worker_answers_503_then_sees_what_changed(hosts):

@@ -25,7 +25,11 @@ def run(tmp_path: Path, *args: str) -> tuple[str, dict]:
     out = tmp_path / "seen.json"
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--workers", "2", "--clients", "2", "--rounds", "2", "--json", str(out), *args],
-        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout, json.loads(out.read_text(encoding="utf-8"))
@@ -39,8 +43,17 @@ def test_the_measurement_runs_and_reports_every_round(tmp_path, shared):
     lines = stdout.splitlines()
     assert lines[0].startswith("tenant DELETE seen everywhere: 2 hosts x 2 gunicorn workers, cache_ttl = 1 s")
     assert ("state_memcached_servers" in lines[0]) is shared
-    assert lines[1].split() == ["round", "everywhere", "last", "served", "worker", "median", "after", "refusal",
-                                "answers"]
+    assert lines[1].split() == [
+        "round",
+        "everywhere",
+        "last",
+        "served",
+        "worker",
+        "median",
+        "after",
+        "refusal",
+        "answers",
+    ]
     assert [line.split()[0] for line in lines[2:4]] == ["1", "2"]
     assert lines[-1].startswith("worst: seen everywhere after ")
     assert lines[-1].endswith(("PASS", "MISS"))

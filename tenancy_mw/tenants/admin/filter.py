@@ -83,10 +83,15 @@ Caching across worker processes
     state ``cache_ttl`` seconds (default 5), so checking a tenant does not
     cost a database round trip per request.  Each worker process (and
     host) has its own cache: a tenant deleted through one worker is seen as
-    deleted by the others within ``cache_ttl`` seconds, and an id looked up
-    before it was created is seen as unknown for at most as long.  The
-    admin calls themselves always read the database.  ``cache_ttl = 0``
-    reads the database on every request.
+    deleted by the others within ``cache_ttl`` seconds (measured:
+    ``bench/seen_everywhere.py``), and an id looked up before it was
+    created is seen as unknown for at most as long.  The admin calls
+    themselves always read the database.  ``cache_ttl = 0`` reads the
+    database on every request.  With ``state_memcached_servers`` every
+    worker and host sees a change on its next request, at one memcached
+    round trip per request (:mod:`tenancy_mw.tenants.shared_state`);
+    memcached down is ``503`` (``on_state_store_error = fail_closed``) or
+    the cache alone (``fail_open``).
 
 Consistency of moves
     A move, conditional or not, runs inside one registry transaction that

@@ -83,7 +83,8 @@ def test_a_generation_lost_with_a_restart_is_never_taken_for_unchanged(shared, m
 def test_any_tenant_id_has_a_key(shared, tenant):
     key = shared.key(tenant)
     assert len(key) < 250
-    assert key.isascii() and " " not in key
+    assert key.isascii()
+    assert " " not in key
     shared.changed([tenant])
     assert shared.generation(tenant) == shared.generation(tenant)
 
