@@ -163,6 +163,15 @@ def request(
         conn.close()
 
 
+def wait_serving(host: str, port: int, timeout: float = 120.0) -> None:
+    """Wait until a gunicorn that listens also answers: its workers load the pipeline after they start.
+
+    A worker accepts connections only once it has loaded it, which on a busy
+    machine may take longer than a client's timeout.
+    """
+    request(host, port, "GET", "/", timeout=timeout)
+
+
 @dataclass(frozen=True)
 class Answer:
     """One answer: which host and worker gave it, its status, when it was sent and received (monotonic)."""
@@ -202,9 +211,9 @@ class Clients:
         while not self._stop.is_set():
             sent = time.monotonic()
             try:
-                status, headers = request(host, port, "GET", self.target)
+                status, headers = request(host, port, "GET", self.target, timeout=30)
             except OSError as exc:
-                self.errors.append("%s:%d %s" % (host, port, exc))
+                self.errors.append("%s:%d %s: %s" % (host, port, type(exc).__name__, exc))
                 time.sleep(0.01)
                 continue
             # list.append is atomic: the threads share the list without a lock.
@@ -396,8 +405,7 @@ def start_servers(ini: Path, folder: Path, workers: int) -> tuple[list, object]:
     admin = Server(ini, "pipeline:admin", 1, folder / "admin.log", host=HOSTS[0])
     for server in [*public, admin]:
         server.wait_ready()
-        # Its workers load the pipeline after they start: the first answer may take a while on a busy machine.
-        request(server.host, server.port, "GET", "/", timeout=120)
+        wait_serving(server.host, server.port)
     return public, admin
 
 

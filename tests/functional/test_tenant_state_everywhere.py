@@ -68,6 +68,7 @@ def _start(ini, name, host, workers, tmp) -> GunicornServer:
         ini, name=name, workers=workers, env=seen_everywhere.server_env(), cwd=REPO_ROOT, log_dir=tmp, host=host
     )
     server.start()
+    seen_everywhere.wait_serving(host, server.port)
     return server
 
 
