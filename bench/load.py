@@ -207,9 +207,9 @@ def prepare_state(folder: Path) -> None:
 # --- servers and their CPU time -------------------------------------------------
 
 
-def _free_port() -> int:
+def _free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return sock.getsockname()[1]
 
 
@@ -256,10 +256,11 @@ def rss_bytes(pid: int) -> int:
 
 
 class Server:
-    """gunicorn serving one pipeline of the generated config on a free loopback port."""
+    """gunicorn serving one pipeline of the generated config on a free port of a loopback *host*."""
 
-    def __init__(self, ini: Path, section: str, workers: int, log: Path) -> None:
-        self.port = _free_port()
+    def __init__(self, ini: Path, section: str, workers: int, log: Path, host: str = "127.0.0.1") -> None:
+        self.host = host
+        self.port = _free_port(host)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TENANCY_DEMO_")}
         self._log = open(log, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
@@ -268,7 +269,7 @@ class Server:
                 "--paste",
                 "%s#%s" % (ini, section.split(":", 1)[1]),
                 "--bind",
-                "127.0.0.1:%d" % self.port,
+                "%s:%d" % (host, self.port),
                 "--workers",
                 str(workers),
                 # The trivial app (this module) and the demo's factories.
@@ -293,7 +294,7 @@ class Server:
             if self.process.poll() is not None:
                 raise RuntimeError("gunicorn exited:\n" + self.log_path.read_text(errors="replace"))
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                with socket.create_connection((self.host, self.port), timeout=0.5):
                     if len(children(self.process.pid)) == self.workers:
                         return
             except OSError:
@@ -314,7 +315,7 @@ class Server:
 
     def get(self, headers: dict | None = None) -> tuple[int, bytes]:
         """One GET of :data:`TARGET`: status and body."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
         try:
             conn.request("GET", TARGET, headers=dict(HEADERS, **(headers or {})))
             response = conn.getresponse()

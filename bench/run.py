@@ -656,6 +656,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.only is None:  # the reports beside the table belong to a whole run
         for line in idempotency_report_lines(BASE_ENVIRON, target, TENANT):
             print(line)
+        for line in tenant_admin_cases.report_lines(BASE_ENVIRON, target, TENANT):
+            print(line)
         cells_report = id_resolver_bench.cells_latency(quick=args.quick)
         print()
         print(id_resolver_bench.cells_table(cells_report))

@@ -46,6 +46,7 @@ SLOW_MODULES = (
     "tests/functional/",
     "tests/project/test_bench.py",
     "tests/project/test_bench_tags.py",
+    "tests/project/test_bench_seen.py",
     "tests/project/test_makefile.py",
     "tests/project/test_no_extras.py",
     "tests/project/test_sdist.py",

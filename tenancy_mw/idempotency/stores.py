@@ -28,14 +28,12 @@ The ``sql`` store is in :mod:`tenancy_mw.idempotency.sql_store`.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 
-from pymemcache.client.hash import HashClient
-from pymemcache.exceptions import MemcacheError
+from tenancy_mw.core import memcached
 
 __all__ = [
     "Claim",
@@ -183,69 +181,6 @@ def memcached_expiry(seconds: int, now: float | None = None) -> int:
     return int(now if now is not None else time.time()) + int(seconds)
 
 
-_HEADER = re.compile(rb"(HD|NS|EX|NF|EN|VA)(?: ([0-9]+))?((?: [A-Za-z][^ ]*)*)")
-_RECV_SIZE = 8 * 1024
-
-
-def _exchange(client, command: bytes, replies: int) -> list[tuple[bytes, dict, bytes | None]]:
-    """Send *command* (one or several pipelined meta commands) on a pymemcache client; read *replies* replies.
-
-    Each reply is ``(code, flags, value)``: ``code`` such as ``b"HD"``,
-    ``flags`` such as ``{b"c": b"12"}``, ``value`` the data block of a
-    ``VA`` reply (read by its length, so any bytes may be in it) or
-    ``None``.  pymemcache connects the socket (with its timeouts, keepalive
-    and TLS settings); the reading is done here because pymemcache 4.0's
-    ``raw_command`` loses the bytes of replies longer than one read.
-    """
-    if client.sock is None:
-        client._connect()
-    sock = client.sock
-    sock.sendall(command)
-    buffer = bytearray()
-    position = 0
-
-    def fill() -> None:
-        data = sock.recv(_RECV_SIZE)
-        if not data:
-            raise StoreError("memcached closed the connection")
-        buffer.extend(data)
-
-    results: list = []
-    while len(results) < replies:
-        end = buffer.find(b"\r\n", position)
-        while end < 0:
-            fill()
-            end = buffer.find(b"\r\n", position)
-        line = bytes(buffer[position:end])
-        position = end + 2
-        if line.startswith(b"SERVER_ERROR") and b"too large" in line:
-            raise ValueTooLarge("memcached: %s" % line.decode("ascii", "replace"))
-        match = _HEADER.fullmatch(line)
-        if match is None:
-            raise StoreError("memcached answered %r" % line[:80])
-        flags = {item[:1]: item[1:] for item in match.group(3).split()}
-        value = None
-        if match.group(1) == b"VA":
-            size = int(match.group(2) or 0)
-            while len(buffer) < position + size + 2:
-                fill()
-            value = bytes(buffer[position:position + size])
-            if buffer[position + size:position + size + 2] != b"\r\n":
-                raise StoreError("memcached sent a value block that does not match its length")
-            position += size + 2
-        results.append((match.group(1), flags, value))
-    if position != len(buffer):
-        raise StoreError("memcached sent more than was asked for")
-    return results
-
-
-def _parse_server(spec: str) -> tuple[str, int]:
-    host, sep, port = spec.strip().rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError("%r is not host:port" % spec)
-    return host.strip("[]"), int(port)
-
-
 class MemcachedStore:
     """Tokens in one memcached server or several (consistent hashing), via pymemcache.
 
@@ -262,9 +197,10 @@ class MemcachedStore:
 
     So a first request costs two round trips and a replay one.
 
-    **Servers.**  Keys are spread over the servers with pymemcache's
-    ``HashClient`` (rendezvous hashing), each with a connection pool and
-    connect and read timeouts.  A key always belongs to the same server:
+    **Servers.**  The library's one memcached client,
+    :class:`tenancy_mw.core.memcached.MemcachedCluster`: keys are spread
+    over the servers with pymemcache's ``HashClient`` (rendezvous hashing),
+    each with a connection pool and connect and read timeouts.  A key always belongs to the same server:
     when that server is down, calls for its keys raise :class:`StoreError`
     (the filter answers ``503`` or runs unprotected, as ``on_store_error``
     says); they are never moved to another server, where the token would
@@ -285,43 +221,26 @@ class MemcachedStore:
     name = "memcached"
 
     def __init__(self, servers: list[str], timeout: float = 2.0, max_pool_size: int | None = None) -> None:
-        if not servers:
-            raise ValueError("no memcached server given")
-        self.servers = [_parse_server(spec) for spec in servers]
-        self.round_trips = 0
-        # HashClient builds one pooled client per server and the rendezvous
-        # ring.  Its own failover (dropping a dead server from the ring,
-        # which moves its keys) is not used: calls go to the key's server.
-        self._cluster = HashClient(
-            self.servers,
-            use_pooling=True,
-            max_pool_size=max_pool_size,
-            connect_timeout=timeout,
-            timeout=timeout,
-            ignore_exc=False,
-            default_noreply=False,
-            no_delay=True,
-        )
+        # The library's one memcached client: servers, hashing, pools, timeouts.
+        self._cluster = memcached.MemcachedCluster(servers, timeout=timeout, max_pool_size=max_pool_size)
+        self.servers = self._cluster.servers
+
+    @property
+    def round_trips(self) -> int:
+        """How many calls went to memcached so far."""
+        return self._cluster.round_trips
 
     def server_of(self, key: str) -> str:
         """The ``host:port`` that holds *key*."""
-        return self._cluster.hasher.get_node(key)
+        return self._cluster.server_of(key)
 
     def _call(self, key: str, command: bytes, replies: int) -> list:
-        server = self.server_of(key)
-        pooled = self._cluster.clients[server]
-        self.round_trips += 1
         try:
-            # destroy_on_fail: a connection whose replies were not all read
-            # is closed, never handed to the next request.
-            with pooled.client_pool.get_and_release(destroy_on_fail=True) as client:
-                return _exchange(client, command, replies)
-        except StoreError:
-            raise
-        except (OSError, MemcacheError) as exc:
-            raise StoreError("memcached %s: %s" % (server, exc or type(exc).__name__)) from None
-        except Exception as exc:  # noqa: BLE001 - a pool or client failure must be a store error, never a 500
-            raise StoreError("memcached %s: %s: %s" % (server, type(exc).__name__, exc)) from None
+            return self._cluster.call(key, command, replies)
+        except memcached.ValueTooLarge as exc:
+            raise ValueTooLarge(str(exc)) from None
+        except memcached.MemcachedError as exc:
+            raise StoreError(str(exc)) from None
 
     def claim(self, key: str, value: bytes, lease_ttl: int) -> Claim:
         name = key.encode("ascii")

@@ -1,11 +1,14 @@
 """``tenancy-mw-manage tenants ...``: maintenance of the tenant registry.
 
-``tenants purge --url URL [--retention 30d] [--dry-run]``
+``tenants purge --url URL [--retention 30d] [--dry-run] [--state-memcached-servers H:P,...]``
     Remove for good the tenants deleted more than the retention period ago
     (``30d`` by default, at most 1000 years; ``s``, ``m``, ``h``, ``d``, ``w`` units, ``0`` for
     every deleted tenant), with every move record naming them, and print
     what was removed.  A purged tenant id is unknown again (``404``) and
-    may be created anew.  Run it from cron.
+    may be created anew.  Run it from cron.  Give it ``tenant_admin``'s
+    ``state_memcached_servers`` when they are set, so every worker sees the
+    purge on its next request (a failure to tell memcached is logged; the
+    purge stands).
 ``tenants show --url URL TENANT_ID``
     Print one tenant's registry entry as JSON (exit 1 if unknown).
 
@@ -21,6 +24,7 @@ from datetime import timedelta
 
 from tenancy_mw import manage
 from tenancy_mw.tenants.registry import DEFAULT_RETENTION, TenantRegistry
+from tenancy_mw.tenants.shared_state import SharedTenantStates
 
 __all__ = ["parse_duration", "register"]
 
@@ -55,13 +59,27 @@ def parse_duration(text: str) -> timedelta:
 
 
 def _purge(args: argparse.Namespace) -> int:
-    registry = TenantRegistry(manage.require_url(args))
+    shared = _shared_states(args)
+    registry = TenantRegistry(manage.require_url(args), on_change=shared.announce if shared else None)
     try:
         report = registry.purge(args.retention, dry_run=args.dry_run)
     finally:
         registry.close()
+        if shared is not None:
+            shared.close()
     print(("would have " if args.dry_run else "") + str(report))
     return 0
+
+
+def _shared_states(args: argparse.Namespace) -> SharedTenantStates | None:
+    """The memcached client of ``--state-memcached-servers``, or ``None``: registry writers tell it what changed."""
+    servers = [server.strip() for server in (args.state_memcached_servers or "").split(",") if server.strip()]
+    if not servers:
+        return None
+    try:
+        return SharedTenantStates(servers)
+    except ValueError as exc:
+        raise manage.CommandError("--state-memcached-servers: %s" % exc) from None
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -90,6 +108,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how long a deleted tenant stays recoverable (default: 30d; units s, m, h, d, w)",
     )
     purge.add_argument("--dry-run", action="store_true", help="report what would be purged; remove nothing")
+    purge.add_argument(
+        "--state-memcached-servers",
+        metavar="HOST:PORT,...",
+        help="tenant_admin's state_memcached_servers: tell every worker of the purge at once",
+    )
     purge.set_defaults(func=_purge)
 
     show = verbs.add_parser("show", help="print one tenant's registry entry as JSON")

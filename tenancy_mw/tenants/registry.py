@@ -55,7 +55,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -291,14 +291,22 @@ class TenantRegistry:
 
     :param url: a SQLAlchemy URL, or an :class:`~sqlalchemy.engine.Engine`
         to use as it is.
+    :param on_change: called after each commit that may have changed
+        tenants' states, with their ids (a list): every tenant whose row a
+        write locked (create, delete, restore, a move's two, a ``PUT``)
+        and every tenant a purge removed.  ``tenant_admin`` passes
+        :meth:`.SharedTenantStates.announce`, so other workers and hosts
+        see the change on their next request.  It runs after the change is
+        made: it should not raise (what it raises reaches the caller).
     """
 
-    def __init__(self, url: str | URL | sa.Engine) -> None:
+    def __init__(self, url: str | URL | sa.Engine, *, on_change: Callable[[list[str]], object] | None = None) -> None:
         if isinstance(url, sa.Engine):
             self.engine = url
         else:
             self.engine = _registry_engine(url)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
+        self.on_change = on_change
         _OPEN_REGISTRIES.add(self)
 
     def close(self) -> None:
@@ -441,6 +449,8 @@ class TenantRegistry:
             select_ids = select_ids.with_for_update()
         with self._write() as conn:
             report.tenants = ids = [row[0] for row in conn.execute(select_ids)]
+            if not dry_run:
+                _changing(conn).update(ids)
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 moves = sa.or_(moves_table.c.source_tenant.in_(chunk), moves_table.c.dest_tenant.in_(chunk))
@@ -547,14 +557,24 @@ class TenantRegistry:
 
     @contextmanager
     def _write(self) -> Iterator[sa.Connection]:
-        """A write transaction; on SQLite it takes the write lock at once (``BEGIN IMMEDIATE``)."""
+        """A write transaction; on SQLite it takes the write lock at once (``BEGIN IMMEDIATE``).
+
+        After it commits, the tenants it may have changed (:func:`_changing`)
+        go to ``on_change``.
+        """
+        changing: set[str] = set()
         with self.engine.connect() as conn:
+            conn = conn.execution_options(tenancy_changing=changing)
             if self.is_sqlite:
                 conn = conn.execution_options(tenancy_sqlite_begin="BEGIN IMMEDIATE")
             with conn.begin():
                 yield conn
+        if changing and self.on_change is not None:
+            self.on_change(sorted(changing))
 
     def _locked_row(self, conn: sa.Connection, tenant_id: str) -> dict | None:
+        # A row locked to be written: its tenant may change (see _write).
+        _changing(conn).add(tenant_id)
         query = sa.select(tenants_table).where(tenants_table.c.id == tenant_id)
         if not self.is_sqlite:
             query = query.with_for_update()
@@ -565,6 +585,12 @@ class TenantRegistry:
 
 
 _PUT_ATTEMPTS = 3
+
+
+def _changing(conn: sa.Connection) -> set[str]:
+    """The ids of the tenants *conn*'s write transaction (:meth:`TenantRegistry._write`) may change."""
+    return conn.get_execution_options().get("tenancy_changing", set())
+
 
 # A worker forked from a process whose registries hold pooled connections
 # must not share those connections with its parent.
@@ -630,6 +656,13 @@ class TenantStateCache:
     and at most *max_entries* ids are kept: the oldest entry goes first.
     ``ttl = 0`` turns the cache off.
 
+    With *generation*, a callable giving a tenant's current generation
+    (:meth:`.SharedTenantStates.generation`: a token that changes whenever
+    the tenant's state does), every :meth:`state` asks it first and keeps
+    the answer beside the state; a kept state is used only while its
+    generation is still the current one (and within *ttl*).  So a change
+    announced by any process is seen on the next call.
+
     Example::
 
         >>> cache = TenantStateCache(lambda tenant_id: "active", ttl=5)
@@ -637,19 +670,20 @@ class TenantStateCache:
         'active'
     """
 
-    def __init__(self, load, ttl: float = 5.0, max_entries: int = 10_000) -> None:
+    def __init__(self, load, ttl: float = 5.0, max_entries: int = 10_000, generation=None) -> None:
         self._load = load
         self.ttl = ttl
         self.max_entries = max_entries
+        self.generation = generation
         # In the order the entries were read, which (one TTL for all) is the
         # order they expire in: the expired ones, and when full the oldest,
         # are taken off the front, a constant amount of work per entry.
-        self._entries: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[str, float, object]] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
-    def entries(self) -> Mapping[str, tuple[str, float]]:
-        """What is cached: tenant id -> (state, ``time.monotonic()`` until which it is fresh).
+    def entries(self) -> Mapping[str, tuple[str, float, object]]:
+        """What is cached: tenant id -> (state, ``time.monotonic()`` until which it is fresh, its generation).
 
         For a look-up on a hot path with no call: read it, never write it
         (:meth:`remember` and :meth:`state` do).  It is the cache's own
@@ -658,19 +692,24 @@ class TenantStateCache:
         return self._entries
 
     def state(self, tenant_id: str) -> str:
-        """The state of *tenant_id*, from the cache while fresh, else loaded (and kept)."""
+        """The state of *tenant_id*, from the cache while fresh (and of the current generation), else loaded."""
+        if self.ttl <= 0:
+            return self._load(tenant_id)
         now = time.monotonic()
+        # The generation first, then the registry: a change committed after
+        # the read below comes with a generation newer than this one.
+        current = self.generation(tenant_id) if self.generation is not None else None
         entry = self._entries.get(tenant_id)
-        if entry is not None and entry[1] > now:
+        if entry is not None and entry[1] > now and entry[2] == current:
             return entry[0]
         state = self._load(tenant_id)
         # Kept ttl seconds from when the read began: a slow read (a busy
         # registry) does not make what it read last longer.
-        self.remember(tenant_id, state, read_at=now)
+        self.remember(tenant_id, state, read_at=now, generation=current)
         return state
 
-    def remember(self, tenant_id: str, state: str, read_at: float | None = None) -> None:
-        """Keep *state* for *tenant_id* for ``ttl`` seconds from *read_at* (default: now)."""
+    def remember(self, tenant_id: str, state: str, read_at: float | None = None, generation: object = None) -> None:
+        """Keep *state* (of *generation*) for *tenant_id* for ``ttl`` seconds from *read_at* (default: now)."""
         if self.ttl <= 0:
             return
         with self._lock:
@@ -678,13 +717,13 @@ class TenantStateCache:
             entries.pop(tenant_id, None)
             now = time.monotonic()
             while entries:
-                oldest, (_, oldest_expires) = next(iter(entries.items()))
+                oldest, (_, oldest_expires, _) = next(iter(entries.items()))
                 if len(entries) < self.max_entries and oldest_expires > now:
                     break
                 entries.pop(oldest, None)
             expires = (now if read_at is None else read_at) + self.ttl
             if expires > now:
-                entries[tenant_id] = (state, expires)
+                entries[tenant_id] = (state, expires, generation)
 
     def forget(self, tenant_id: str) -> None:
         """Drop what is kept of *tenant_id* (after a change made by this process)."""

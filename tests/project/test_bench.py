@@ -44,6 +44,8 @@ ADMIN_CULL_ROWS = [
 WORST_CASE_ROWS = {row for row in ADMIN_CULL_ROWS if "MiB " in row or "KiB " in row}
 ID_RESOLVER_ROWS = ["id_resolver pass-through", "id_resolver except word"]
 TENANT_ADMIN_ROWS = ["tenant_admin hit", "tenant_admin miss", "public pipeline"]
+# bench/tenant_admin_cases.py: state_memcached_servers, on the memcached the idempotency rows start.
+TENANT_ADMIN_MEMCACHED_ROWS = ["tenant_admin memcached"]
 # The tag_query rows: the parse cost with and without tag parameters.
 TAG_QUERY_ROWS = ["tag_query no tags", "tag_query 4 params"]
 
@@ -55,7 +57,10 @@ IDEMPOTENCY_MEMCACHED_ROWS = ["idem first memcached", "idem replay memcached"]
 
 def expected_rows() -> list[str]:
     rows = ROWS if importlib.util.find_spec("tenancy_mw.cull.filter") is None else ROWS + ADMIN_CULL_ROWS
-    rows = rows + ID_RESOLVER_ROWS + TENANT_ADMIN_ROWS + IDEMPOTENCY_ROWS
+    rows = rows + ID_RESOLVER_ROWS + TENANT_ADMIN_ROWS
+    if memcached.available():
+        rows += TENANT_ADMIN_MEMCACHED_ROWS
+    rows += IDEMPOTENCY_ROWS
     if memcached.available():
         rows += IDEMPOTENCY_MEMCACHED_ROWS
     return rows + TAG_QUERY_ROWS
@@ -127,6 +132,11 @@ def test_quick_run_reports_every_row(tmp_path):
     assert [t[0] for t in trips] == ["memory"] + (["memcached"] if memcached.available() else [])
     for t in trips:
         assert t[1:] == ["first", "2,", "replay", "1", "PASS"], t
+    # tenant_admin with state_memcached_servers: one memcached round trip per request.
+    if memcached.available():
+        assert "tenant_admin state round trips per request with state_memcached_servers (goal: 1): 1  PASS" in (
+            proc.stdout
+        )
 
 
 def test_header_names_the_machine(tmp_path):

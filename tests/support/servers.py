@@ -12,25 +12,27 @@ import time
 from dataclasses import dataclass
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on *host* (a loopback address) that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return sock.getsockname()[1]
 
 
-def wait_for_port(port: int, timeout: float = 20.0, process: subprocess.Popen | None = None) -> None:
-    """Wait until 127.0.0.1:*port* accepts connections, or raise."""
+def wait_for_port(
+    port: int, timeout: float = 20.0, process: subprocess.Popen | None = None, host: str = "127.0.0.1"
+) -> None:
+    """Wait until *host*:*port* accepts connections, or raise."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
             raise RuntimeError("server exited with %s before listening" % process.returncode)
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.05)
-    raise RuntimeError("nothing listens on 127.0.0.1:%d after %.0fs" % (port, timeout))
+    raise RuntimeError("nothing listens on %s:%d after %.0fs" % (host, port, timeout))
 
 
 @dataclass
@@ -48,21 +50,22 @@ class Response:
 
 
 class GunicornServer:
-    """gunicorn serving a paste config, with several worker processes."""
+    """gunicorn serving a paste config, with several worker processes, on a loopback *host* (127.0.0.1)."""
 
-    def __init__(self, ini_path, name="main", workers=2, env=None, cwd=".", log_dir="."):
+    def __init__(self, ini_path, name="main", workers=2, env=None, cwd=".", log_dir=".", host="127.0.0.1"):
         self.ini_path = os.path.abspath(os.path.join(cwd, ini_path))
         self.name = name
         self.workers = workers
         self.env = dict(os.environ, **(env or {}))
         self.cwd = cwd
-        self.port = free_port()
-        self.log_path = os.path.join(str(log_dir), "gunicorn-%d.log" % self.port)
+        self.host = host
+        self.port = free_port(host)
+        self.log_path = os.path.join(str(log_dir), "gunicorn-%s-%d.log" % (host, self.port))
         self.process = None
 
     @property
     def url(self) -> str:
-        return "http://127.0.0.1:%d" % self.port
+        return "http://%s:%d" % (self.host, self.port)
 
     def start(self) -> None:
         gunicorn = os.path.join(os.path.dirname(sys.executable), "gunicorn")
@@ -73,7 +76,7 @@ class GunicornServer:
                 "--paste",
                 "%s#%s" % (self.ini_path, self.name),
                 "--bind",
-                "127.0.0.1:%d" % self.port,
+                "%s:%d" % (self.host, self.port),
                 "--workers",
                 str(self.workers),
                 "--chdir",
@@ -89,7 +92,7 @@ class GunicornServer:
             stderr=subprocess.STDOUT,
         )
         try:
-            wait_for_port(self.port, process=self.process)
+            wait_for_port(self.port, process=self.process, host=self.host)
         except RuntimeError:
             self.stop()
             with open(self.log_path, "rb") as log:
@@ -112,14 +115,20 @@ class GunicornServer:
 
     def request(self, method: str, target: str, headers: dict | None = None, body: bytes | None = None) -> Response:
         """Send *target* exactly as given (no client-side quoting or normalising)."""
-        return http_request(self.port, method, target, headers, body)
+        return http_request(self.port, method, target, headers, body, host=self.host)
 
 
 def http_request(
-    port: int, method: str, target: str, headers: dict | None = None, body: bytes | None = None, timeout: float = 10.0
+    port: int,
+    method: str,
+    target: str,
+    headers: dict | None = None,
+    body: bytes | None = None,
+    timeout: float = 10.0,
+    host: str = "127.0.0.1",
 ) -> Response:
-    """One request to 127.0.0.1:*port*, *target* sent exactly as given (no client-side quoting or normalising)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    """One request to *host*:*port*, *target* sent exactly as given (no client-side quoting or normalising)."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
         conn.putrequest(method, target, skip_accept_encoding=True)
         for key, value in (headers or {}).items():

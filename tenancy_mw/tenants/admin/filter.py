@@ -83,10 +83,15 @@ Caching across worker processes
     state ``cache_ttl`` seconds (default 5), so checking a tenant does not
     cost a database round trip per request.  Each worker process (and
     host) has its own cache: a tenant deleted through one worker is seen as
-    deleted by the others within ``cache_ttl`` seconds, and an id looked up
-    before it was created is seen as unknown for at most as long.  The
-    admin calls themselves always read the database.  ``cache_ttl = 0``
-    reads the database on every request.
+    deleted by the others within ``cache_ttl`` seconds (measured:
+    ``bench/seen_everywhere.py``), and an id looked up before it was
+    created is seen as unknown for at most as long.  The admin calls
+    themselves always read the database.  ``cache_ttl = 0`` reads the
+    database on every request.  With ``state_memcached_servers`` every
+    worker and host sees a change on its next request, at one memcached
+    round trip per request (:mod:`tenancy_mw.tenants.shared_state`);
+    memcached down is ``503`` (``on_state_store_error = fail_closed``) or
+    the cache alone (``fail_open``).
 
 Consistency of moves
     A move, conditional or not, runs inside one registry transaction that
@@ -163,14 +168,15 @@ from tenancy_mw.core.errors import Refusal
 from tenancy_mw.core.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.core.sql import sa
 from tenancy_mw.tenants.admin import redirects, routes
-from tenancy_mw.tenants.admin.answers import Redirect, RegistryDown, parse_if_match, redirect
+from tenancy_mw.tenants.admin.answers import Redirect, parse_if_match, redirect
 from tenancy_mw.tenants.admin.options import OPTS
 from tenancy_mw.tenants.admin.redirects import serve_redirecting
-from tenancy_mw.tenants.admin.state import StateCache, state_error, state_loader
+from tenancy_mw.tenants.admin.state import StateCache, state_error, state_generation, state_loader
 from tenancy_mw.tenants.ids import InvalidTenantId, TenantLayout, UnknownPathSegment, validate_tenant_id
 from tenancy_mw.tenants.moves import MoveProvider, load_provider
 from tenancy_mw.tenants.path_filter import TENANT_ID_KEY, TENANT_SOURCE_KEY
 from tenancy_mw.tenants.registry import ACTIVE, TenantRegistry
+from tenancy_mw.tenants.shared_state import SharedTenantStates
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -212,15 +218,20 @@ class TenantAdmin(TenancyMiddleware):
         """Check the options, build the registry (no connection yet) and load the move provider."""
         url = self._registry_url(options.connection)
         self.layout = TenantLayout.from_options(options, self.config_error)
+        self.shared = self._shared_states(options)
         try:
-            self.registry = TenantRegistry(url)
+            self.registry = TenantRegistry(url, on_change=self.shared.announce if self.shared else None)
         except (sa.exc.ArgumentError, ImportError) as exc:
             raise self.config_error("connection", url.render_as_string(hide_password=True), str(exc)) from None
         self.admin_api = options.admin_api
         self.check_state = options.check_tenant_state
-        self.cache = StateCache(state_loader(self.registry), options.cache_ttl, options.cache_size)
-        # The cache's mapping, read inline on every public request's path (no call).
-        self._states = self.cache.entries
+        generation = None
+        if self.shared is not None:
+            generation = state_generation(self.shared, options.on_state_store_error == "fail_open")
+        self.cache = StateCache(state_loader(self.registry), options.cache_ttl, options.cache_size, generation)
+        # The cache's mapping, read inline on every public request's path (no call).  With
+        # shared states nothing kept is current without asking memcached: an empty one.
+        self._states = self.cache.entries if self.shared is None else {}
         self.representations = options.representations
         self.version_discovery = options.version_discovery
         self.updatable = options.updatable
@@ -235,6 +246,16 @@ class TenantAdmin(TenancyMiddleware):
             except ValueError as exc:
                 raise self.config_error("move_provider", options.move_provider, str(exc)) from None
 
+    def _shared_states(self, options) -> SharedTenantStates | None:
+        """The memcached client of ``state_memcached_servers``, or ``None`` when unset."""
+        servers = [server.strip() for server in options.state_memcached_servers if server.strip()]
+        if not servers:
+            return None
+        try:
+            return SharedTenantStates(servers, timeout=options.state_store_timeout)
+        except ValueError as exc:
+            raise self.config_error("state_memcached_servers", options.state_memcached_servers, str(exc)) from None
+
     def _registry_url(self, connection: str | None) -> sa.engine.URL:
         if not connection:
             raise self.config_error("connection", connection, "the SQLAlchemy URL of the tenant registry is required")
@@ -244,8 +265,10 @@ class TenantAdmin(TenancyMiddleware):
             raise self.config_error("connection", "***", "not a SQLAlchemy URL: %s" % exc) from None
 
     def close(self) -> None:
-        """Close the tenant registry's connections (a service stopping, a test ending)."""
+        """Close the tenant registry's connections, and memcached's (a service stopping, a test ending)."""
         self.registry.close()
+        if self.shared is not None:
+            self.shared.close()
 
     # The request path -----------------------------------------------------
 
@@ -266,7 +289,7 @@ class TenantAdmin(TenancyMiddleware):
             else:
                 try:
                     state = self.cache.state(tenant_id)
-                except RegistryDown as down:
+                except Refusal as down:  # RegistryDown, StateStoreDown
                     return self.answer(environ, start_response, down)
             if state != ACTIVE:
                 return state_error(self.error, environ, start_response, tenant_id, state)

@@ -302,6 +302,10 @@ def test_registry_down_is_503_not_500(tmp_path):
         ({"connection": "sqlite://", "cache_ttl": "-1"}, "cache_ttl"),
         ({"connection": "sqlite://", "version_pattern": "v("}, "version_pattern"),
         ({"connection": "sqlite://", "admin_api": "perhaps"}, "admin_api"),
+        ({"connection": "sqlite://", "state_memcached_servers": "cache1"}, "state_memcached_servers"),
+        ({"connection": "sqlite://", "state_memcached_servers": "cache1:0"}, "state_memcached_servers"),
+        ({"connection": "sqlite://", "state_store_timeout": "0"}, "state_store_timeout"),
+        ({"connection": "sqlite://", "on_state_store_error": "fail_maybe"}, "on_state_store_error"),
     ],
 )
 def test_bad_options_fail_at_load(conf, fragment):
