@@ -565,7 +565,7 @@ def test_a_number_json_cannot_carry_is_named_as_such(admin, registry_url):
     assert registry_rows(registry_url) == ([], 0)
 
 
-@pytest.mark.parametrize("length", ["\u00b2", "\u0661\u0662", "+8", "8 ", "0x8"])
+@pytest.mark.parametrize("length", ["\u00b2", "\u0661\u0662", "+8", "8_0", "0x8", "8 8"])
 def test_a_content_length_that_is_not_ascii_digits_is_400(admin, registry_url, length):
     from tests.support.wsgi import make_environ
 
