@@ -23,10 +23,11 @@ It is the demo's :class:`~tenancy_mw.tenants.removal.TenantRemoval` too:
 ``restore_tenant``, ``purge_tenant``).  So a tenant id purged and created
 again starts with no server.
 
-``TENANCY_DEMO_MOVE_DELAY`` (seconds, default 0) makes every move wait
-that long before it writes: the tests use it to widen the window in which
-two concurrent conditional moves would both pass their ``If-Match`` check
-if the registry's row lock did not serialise them.
+``TENANCY_DEMO_MOVE_DELAY`` (seconds, default 0) makes every move, and
+every purge of a tenant's servers, wait that long before it writes: the
+tests use it to widen the window in which two concurrent conditional moves
+would both pass their ``If-Match`` check if the registry's row lock did
+not serialise them, and in which restores race a purge.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from tenancy_mw.tenants.removal import TenantRemoval
 
 __all__ = ["MOVE_DELAY_ENV", "ServerMoves"]
 
-#: Environment variable: seconds each move waits before writing (for the race test).
+#: Environment variable: seconds each move and each purge waits before writing (for the race tests).
 MOVE_DELAY_ENV = "TENANCY_DEMO_MOVE_DELAY"
 
 
@@ -117,6 +118,7 @@ class ServerMoves(MoveProvider, TenantRemoval):
         self.store.restore_tenant(tenant_id)
 
     def purge_resources(self, tenant_id):
+        self._wait()
         self.store.purge_tenant(tenant_id)
 
     def _wait(self) -> None:
