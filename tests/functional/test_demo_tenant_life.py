@@ -23,10 +23,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 import pytest
 import sqlalchemy as sa
 
+from tenancy_mw.core import sql
 from tenancy_mw.tenants.registry import PURGE_STEPS, TenantRegistry
 from tests.conftest import require
 from tests.functional.conftest import (
@@ -44,6 +46,7 @@ from tests.support.servers import GunicornServer
 CACHE_TTL = 1.0
 MANAGE = os.path.join(os.path.dirname(sys.executable), "tenancy-mw-manage")
 V226 = {"OpenStack-API-Version": "compute 2.26"}
+SERVER_ID = "0b9f6f1e-3c3b-4c9e-9a57-1f1d6c1e0a11"
 
 
 @dataclass
@@ -357,3 +360,39 @@ def wait_until_marked(demo: Demo, tenant: str) -> None:
             time.sleep(0.05)
     finally:
         registry.close()
+
+
+# The demo's database from before ------------------------------------------------------------------
+
+
+def test_a_servers_table_from_before_gets_its_column_and_keeps_every_server(sql_url):
+    """A demo database made before tenants could be deleted (examples/state/ is kept between runs)."""
+    from demo_compute.storage import ServerStore
+
+    old = sa.Table(  # the table as the demo made it until then
+        "servers",
+        sa.MetaData(),
+        sa.Column("id", sql.ExactString(36), primary_key=True),
+        sa.Column("tenant_id", sql.ExactString(255), nullable=False, index=True),
+        sa.Column("name", sql.ExactString(255), nullable=False),
+        sa.Column("created", sa.DateTime(), nullable=False),
+        **sql.table_options(),
+    )
+    engine = sa.create_engine(sql_url)
+    try:
+        old.metadata.create_all(engine)
+        with engine.begin() as conn:
+            conn.execute(old.insert().values(id=SERVER_ID, tenant_id="acme", name="old", created=datetime(2026, 1, 1)))
+    finally:
+        engine.dispose()
+    stores = [ServerStore(sql_url), ServerStore(sql_url)]  # a second worker finds the column there
+    try:
+        store = stores[0]
+        assert [s["name"] for s in store.list_servers("acme")] == ["old"]
+        assert store.hide_tenant("acme") == 1
+        assert store.list_servers("acme") == []
+        assert store.restore_tenant("acme") == 1
+        assert [s["name"] for s in stores[1].list_servers("acme")] == ["old"]
+    finally:
+        for store in stores:
+            store.close()
