@@ -220,6 +220,12 @@ def test_delete_hides_every_server_and_restore_brings_all_back(demo):
 def test_after_delete_purge_and_create_again_the_tenant_starts_empty(demo):
     tenant, servers = new_tenant(demo)
     assert call(demo.admin, "DELETE", "/v2.1/" + tenant).status == 204
+    dry = purge(demo, "--retention", "0", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.startswith("would have purged ")
+    assert repr(tenant) in dry.stdout
+    assert stored(demo, tenant)["hidden"] == sorted(s["id"] for s in servers)
+    assert call(demo.admin, "GET", "/v2.1/" + tenant).status == 410
     done = purge(demo, "--retention", "0")
     assert done.returncode == 0, done.stderr
     assert repr(tenant) in done.stdout
@@ -245,7 +251,13 @@ def test_purge_without_the_services_removal_is_refused(demo):
     public = purge(demo, "--retention", "0", pipeline="main")
     assert public.returncode == 1
     assert "pipeline 'main' of api-paste.ini has no tenant_admin (admin_api = true)" in public.stderr
-    assert "Traceback" not in refused.stderr + public.stderr
+    both = purge(demo, "--registry-only")
+    assert both.returncode == 2
+    assert "give it --url, not --paste" in both.stderr
+    elsewhere = purge(demo, "--url", "sqlite:////nonexistent/other.sqlite")
+    assert elsewhere.returncode == 1
+    assert "names another database than the pipeline's tenant_admin connection" in elsewhere.stderr
+    assert "Traceback" not in refused.stderr + public.stderr + both.stderr + elsewhere.stderr
 
 
 def stopped_purge(demo: Demo, step: str) -> tuple[subprocess.Popen, threading.Thread]:
