@@ -9,8 +9,9 @@ Revises: tenants_0001
 Create Date: 2026-12-01
 """
 
-import sqlalchemy as sa
 from alembic import op
+
+from tenancy_mw.core.sql import sa
 
 revision = "tenants_0002"
 down_revision = "tenants_0001"
