@@ -15,10 +15,19 @@ tenant; a server's state tag is a digest of its row, so it changes when
 the server does.  A deleted server is known by its tombstone (the move
 answers ``410``).
 
-``TENANCY_DEMO_MOVE_DELAY`` (seconds, default 0) makes every move wait
-that long before it writes: the tests use it to widen the window in which
-two concurrent conditional moves would both pass their ``If-Match`` check
-if the registry's row lock did not serialise them.
+It is the demo's :class:`~tenancy_mw.tenants.removal.TenantRemoval` too:
+``DELETE`` of a tenant hides its servers, restore shows them again, and
+``tenancy-mw-manage tenants purge --paste api-paste.ini#admin`` (run in
+``examples/``) deletes them for good, with their tags and tombstones
+(:class:`~demo_compute.storage.ServerStore`'s ``hide_tenant``,
+``restore_tenant``, ``purge_tenant``).  So a tenant id purged and created
+again starts with no server.
+
+``TENANCY_DEMO_MOVE_DELAY`` (seconds, default 0) makes every move, and
+every purge of a tenant's servers, wait that long before it writes: the
+tests use it to widen the window in which two concurrent conditional moves
+would both pass their ``If-Match`` check if the registry's row lock did
+not serialise them, and in which restores race a purge.
 """
 
 from __future__ import annotations
@@ -30,15 +39,16 @@ import sqlalchemy as sa
 
 from demo_compute.storage import ServerStore
 from tenancy_mw.tenants.moves import MoveProvider, MoveRefused, ResourceState, TenantResources, state_tag
+from tenancy_mw.tenants.removal import TenantRemoval
 
 __all__ = ["MOVE_DELAY_ENV", "ServerMoves"]
 
-#: Environment variable: seconds each move waits before writing (for the race test).
+#: Environment variable: seconds each move and each purge waits before writing (for the race tests).
 MOVE_DELAY_ENV = "TENANCY_DEMO_MOVE_DELAY"
 
 
-class ServerMoves(MoveProvider):
-    """Moves the demo's servers (see the module documentation).
+class ServerMoves(MoveProvider, TenantRemoval):
+    """Moves the demo's servers, and hides, restores and purges a deleted tenant's (see the module documentation).
 
     :param application: what tenant_admin wraps: the demo app, or filters in front of it.
     """
@@ -100,6 +110,16 @@ class ServerMoves(MoveProvider):
                     .values(tenant_id=dest_tenant_id)
                 )
         return [(("servers", server_id), ("servers", server_id)) for server_id in ids]
+
+    def hide_resources(self, tenant_id):
+        self.store.hide_tenant(tenant_id)
+
+    def restore_resources(self, tenant_id):
+        self.store.restore_tenant(tenant_id)
+
+    def purge_resources(self, tenant_id):
+        self._wait()
+        self.store.purge_tenant(tenant_id)
 
     def _wait(self) -> None:
         if self.delay > 0:

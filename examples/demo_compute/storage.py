@@ -11,6 +11,14 @@ database is chosen by a SQLAlchemy URL::
 Every query is filtered by tenant id: a server is found, listed or deleted
 only under the tenant that created it.
 
+A deleted tenant's servers are hidden, not deleted (``tenant_deleted``
+holds when its tenant was deleted): no query finds them until the tenant
+is restored (:meth:`ServerStore.restore_tenant`), and the purge of the
+tenant deletes them for good, with their tags and tombstones
+(:meth:`ServerStore.purge_tenant`).  ``tenant_admin`` calls these through
+:class:`demo_compute.moves.ServerMoves`, the demo's
+:class:`~tenancy_mw.tenants.removal.TenantRemoval`.
+
 Tenant ids and names are arbitrary UTF-8 and compared exactly, byte for
 byte.  SQLite and PostgreSQL compare text that way already.  MySQL and
 MariaDB do not by default: their default collations ignore case, and even
@@ -126,8 +134,12 @@ class ServerStore:
             sa.Column("tenant_id", sql.ExactString(MAX_TENANT_ID_LENGTH), nullable=False, index=True),
             sa.Column("name", sql.ExactString(MAX_NAME_LENGTH), nullable=False),
             sa.Column("created", sa.DateTime(), nullable=False),
+            # When the server's tenant was deleted; hidden while set (see the module documentation).
+            sa.Column("tenant_deleted", sa.DateTime(), nullable=True),
             **sql.table_options(),
         )
+        #: Only the servers of tenants that are not deleted: every read is filtered by it.
+        self.visible = self.servers.c.tenant_deleted.is_(None)
         #: Deleted servers, remembered so a move of one answers 410, not 404.
         self.deleted_servers = sa.Table(
             "deleted_servers",
@@ -141,6 +153,7 @@ class ServerStore:
         #: a list is filtered by tag in the same SQL query.
         self.tag_tables = define_tables(self.metadata)
         self._create_tables()
+        self._add_tenant_deleted_column()
         if sql.is_mysql(self.engine.dialect):
             self._check_exact_collation()
         # Leave no open connection in the pool: should the app be built before
@@ -155,6 +168,23 @@ class ServerStore:
             except sa.exc.DBAPIError:
                 # Another worker created the table between our check and our
                 # CREATE; the next create_all sees it and does nothing.
+                if attempt == _CREATE_ATTEMPTS:
+                    raise
+                time.sleep(0.1 * attempt)
+
+    def _add_tenant_deleted_column(self) -> None:
+        """Give a ``servers`` table made before tenants could be deleted its ``tenant_deleted`` column."""
+        for attempt in range(1, _CREATE_ATTEMPTS + 1):
+            columns = {column["name"] for column in sa.inspect(self.engine).get_columns("servers")}
+            if "tenant_deleted" in columns:
+                return
+            kind = sa.DateTime().compile(dialect=self.engine.dialect)
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(sa.text("ALTER TABLE servers ADD COLUMN tenant_deleted %s NULL" % kind))
+                return
+            except sa.exc.DBAPIError:
+                # Another worker added it first: seen on the next look.
                 if attempt == _CREATE_ATTEMPTS:
                     raise
                 time.sleep(0.1 * attempt)
@@ -196,7 +226,8 @@ class ServerStore:
         """The servers of *tenant_id*, oldest first; only those meeting the SQL condition *where*, if given."""
         validate_tenant_id(tenant_id)
         table = self.servers
-        query = sa.select(table).where(table.c.tenant_id == tenant_id).order_by(table.c.created, table.c.id)
+        query = sa.select(table).where(table.c.tenant_id == tenant_id, self.visible)
+        query = query.order_by(table.c.created, table.c.id)
         if where is not None:
             query = query.where(where)
         with self.engine.connect() as conn:
@@ -217,7 +248,7 @@ class ServerStore:
         if not isinstance(server_id, str) or not _SERVER_ID.fullmatch(server_id):
             return None
         table = self.servers
-        query = sa.select(table).where(table.c.tenant_id == tenant_id, table.c.id == server_id)
+        query = sa.select(table).where(table.c.tenant_id == tenant_id, table.c.id == server_id, self.visible)
         with self.engine.connect() as conn:
             row = conn.execute(query).mappings().first()
         if row is None or row["tenant_id"] != tenant_id:
@@ -230,7 +261,7 @@ class ServerStore:
         if not isinstance(server_id, str) or not _SERVER_ID.fullmatch(server_id):
             return False
         table = self.servers
-        statement = table.delete().where(table.c.tenant_id == tenant_id, table.c.id == server_id)
+        statement = table.delete().where(table.c.tenant_id == tenant_id, table.c.id == server_id, self.visible)
         with self.engine.begin() as conn:
             if conn.execute(statement).rowcount != 1:
                 return False
@@ -244,6 +275,45 @@ class ServerStore:
         with self.engine.connect() as conn:
             row = conn.execute(query).first()
         return row is not None and row[0] == tenant_id
+
+    def hide_tenant(self, tenant_id: str) -> int:
+        """Hide every server of *tenant_id* (its tenant is deleted); how many were hidden now.
+
+        Idempotent: servers already hidden keep the time they were hidden at.
+        """
+        table = self.servers
+        statement = table.update().where(table.c.tenant_id == tenant_id, self.visible).values(tenant_deleted=_utcnow())
+        with self.engine.begin() as conn:
+            return conn.execute(statement).rowcount
+
+    def restore_tenant(self, tenant_id: str) -> int:
+        """Show every hidden server of *tenant_id* again (its tenant is restored); how many came back."""
+        table = self.servers
+        statement = (
+            table.update()
+            .where(table.c.tenant_id == tenant_id, table.c.tenant_deleted.is_not(None))
+            .values(tenant_deleted=None)
+        )
+        with self.engine.begin() as conn:
+            return conn.execute(statement).rowcount
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Delete every server of *tenant_id* for good, hidden or not, with its tags and tombstones; how many.
+
+        One transaction; idempotent (a second call finds nothing).
+        """
+        table, tags = self.servers, self.tag_tables
+        with self.engine.begin() as conn:
+            found = conn.execute(sa.select(table.c.id, table.c.tenant_id).where(table.c.tenant_id == tenant_id))
+            ids = [row[0] for row in found if row[1] == tenant_id]
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                conn.execute(tags.tags.delete().where(tags.tags.c.resource_id.in_(chunk)))
+                conn.execute(tags.locks.delete().where(tags.locks.c.resource_id.in_(chunk)))
+                conn.execute(table.delete().where(table.c.tenant_id == tenant_id, table.c.id.in_(chunk)))
+            tombstones = self.deleted_servers
+            conn.execute(tombstones.delete().where(tombstones.c.tenant_id == tenant_id))
+        return len(ids)
 
     def close(self) -> None:
         """Close this process's database connections."""

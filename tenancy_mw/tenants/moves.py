@@ -82,6 +82,11 @@ Rules a provider follows:
   lock is held).
 - To refuse a move (quota, a resource in an unmovable state), raise
   :class:`MoveRefused` with a ``4xx`` status and a sentence naming why.
+
+The same object may also remove a deleted tenant's resources: a provider
+that subclasses :class:`~tenancy_mw.tenants.removal.TenantRemoval` too
+(``class WidgetMoves(MoveProvider, TenantRemoval)``) is called on
+``DELETE``, restore and purge of a tenant (see that module).
 """
 
 from __future__ import annotations
@@ -93,6 +98,8 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from tenancy_mw.tenants.removal import TenantRemoval
 
 __all__ = ["MoveProvider", "MoveRefused", "ResourceState", "TenantResources", "load_provider", "state_tag"]
 
@@ -168,9 +175,7 @@ class MoveProvider(abc.ABC):
         """Move the resource at *path* of *tenant_id* to *dest_tenant_id*; return its path there."""
 
     @abc.abstractmethod
-    def move_tenant(
-        self, tenant_id: str, dest_tenant_id: str
-    ) -> Iterable[tuple[tuple[str, ...], tuple[str, ...]]]:
+    def move_tenant(self, tenant_id: str, dest_tenant_id: str) -> Iterable[tuple[tuple[str, ...], tuple[str, ...]]]:
         """Move every resource of *tenant_id* to *dest_tenant_id*; return ``(old_path, new_path)`` pairs.
 
         The pairs are recorded so requests to the old paths are redirected.
@@ -194,10 +199,12 @@ def state_tag(parts: Iterable[object]) -> str:
     return digest.hexdigest()
 
 
-def load_provider(dotted: str, application: Callable) -> MoveProvider:
+def load_provider(dotted: str, application: Callable) -> MoveProvider | TenantRemoval:
     """Import *dotted* (``pkg.mod:Name`` or ``pkg.mod.Name``), call it with *application*, check the result.
 
-    Raises :class:`ValueError` naming what is wrong.
+    The result is a :class:`MoveProvider`, a
+    :class:`~tenancy_mw.tenants.removal.TenantRemoval`, or both.  Raises
+    :class:`ValueError` naming what is wrong.
     """
     if ":" in dotted:
         module_name, _, attribute = dotted.partition(":")
@@ -218,8 +225,9 @@ def load_provider(dotted: str, application: Callable) -> MoveProvider:
         provider = target(application)
     except Exception as exc:
         raise ValueError("calling %r with the application failed: %s: %s" % (dotted, type(exc).__name__, exc)) from None
-    if not isinstance(provider, MoveProvider):
+    if not isinstance(provider, (MoveProvider, TenantRemoval)):
         raise ValueError(
-            "%r returned %r, which is not a tenancy_mw.tenants.moves.MoveProvider" % (dotted, type(provider).__name__)
+            "%r returned %r, which is not a tenancy_mw.tenants.moves.MoveProvider or a "
+            "tenancy_mw.tenants.removal.TenantRemoval" % (dotted, type(provider).__name__)
         )
     return provider

@@ -12,7 +12,8 @@ Two tables, the Alembic component ``tenants`` (apply it with
     :class:`tenancy_mw.core.sql.ExactString`), the JSON representation the
     operator PUT (canonical JSON text), its state (``active`` or
     ``deleted``), a revision counter and the times it was created, last
-    updated and deleted.
+    updated and deleted, and when its purge began (``purge_started``, set
+    while a purge removes it).
 ``tenancy_tenant_moves``
     One row per moved resource: where it was (tenant and resource path),
     where it went, and when.  A request to the old place is redirected
@@ -24,7 +25,11 @@ Lifecycle, as the tenants spec has it: ``put`` creates (or modifies) a
 tenant; ``delete`` marks it deleted, still recoverable (``restore``);
 :meth:`TenantRegistry.purge` removes the tenants deleted longer ago than a
 retention period, and their move records, for good.  A purged id is
-unknown again and may be created anew.
+unknown again and may be created anew.  Given the service's
+:class:`~tenancy_mw.tenants.removal.TenantRemoval`, ``delete`` has it hide
+the tenant's resources, ``restore`` bring them back and ``purge`` delete
+them, in an order that a purge stopped at any point finishes on its next
+run (:meth:`TenantRegistry.purge`; ``doc/tenant-lifecycle.rst``).
 
 Example::
 
@@ -64,6 +69,7 @@ from tenancy_mw.core import sql  # first: without the sql extra, it names it
 from tenancy_mw.core.deprecation import renamed_names
 from tenancy_mw.core.sql import URL, mysql, sa
 from tenancy_mw.tenants.ids import MAX_TENANT_ID_LENGTH, validate_tenant_id
+from tenancy_mw.tenants.removal import RemovalFailed, TenantRemoval, call_removal
 
 __all__ = [
     "ACTIVE",
@@ -72,6 +78,7 @@ __all__ = [
     "UNKNOWN",
     "canonical_document_json",
     "MoveRecord",
+    "PURGE_STEPS",
     "PurgeReport",
     "Tenant",
     "TenantConflict",
@@ -93,6 +100,9 @@ UNKNOWN = "unknown"
 #: How long a deleted tenant stays recoverable before ``purge`` removes it, by default.
 DEFAULT_RETENTION = timedelta(days=30)
 
+#: The steps of one tenant's purge, in order; :meth:`TenantRegistry.purge` tells its ``on_step`` each.
+PURGE_STEPS = ("marked", "resources-removed", "removed")
+
 #: The longest resource path of a recorded move, in characters.
 MAX_PATH_LENGTH = 4096
 
@@ -113,6 +123,7 @@ tenants_table = sa.Table(  # type: ignore[call-overload]  # ExactString columns
     sa.Column("created", sa.DateTime(), nullable=False),
     sa.Column("updated", sa.DateTime(), nullable=False),
     sa.Column("deleted", sa.DateTime(), nullable=True),
+    sa.Column("purge_started", sa.DateTime(), nullable=True),
     sa.Index("ix_tenancy_tenants_state_deleted", "state", "deleted"),
     **sql.table_options(),
 )
@@ -149,8 +160,9 @@ class TenantConflict(ValueError):
     """The change cannot be made in the tenant's current state (``409``).
 
     :ivar reason: ``"deleted"`` (the tenant is deleted), ``"not-updatable"``
-        (its representation may not change) or ``"not-deleted"`` (nothing
-        to restore).
+        (its representation may not change), ``"not-deleted"`` (nothing
+        to restore) or ``"purging"`` (a purge is removing it: too late to
+        restore).
     """
 
     def __init__(self, detail: str, reason: str) -> None:
@@ -165,6 +177,8 @@ class Tenant:
     :ivar representation: the JSON object the operator PUT (a ``dict``).
     :ivar etag: a quoted entity tag that changes whenever the
         representation or the state changes.
+    :ivar purge_started: when a purge began removing this deleted tenant
+        (it can no longer be restored), else ``None``.
     """
 
     id: str
@@ -174,6 +188,7 @@ class Tenant:
     created: datetime
     updated: datetime
     deleted: datetime | None
+    purge_started: datetime | None = None
 
     @property
     def etag(self) -> str:
@@ -219,14 +234,26 @@ class MoveRecord:
 
 @dataclass
 class PurgeReport:
-    """What :meth:`TenantRegistry.purge` removed (or, with ``dry_run``, would remove)."""
+    """What :meth:`TenantRegistry.purge` removed (or, with ``dry_run``, would remove).
+
+    :ivar tenants: the tenants purged (their resources and registry rows gone).
+    :ivar moves: how many move records naming them went with them.
+    :ivar resumed: those of *tenants* whose purge an earlier run began and did not finish.
+    :ivar failed: tenant id -> why the service's removal failed; each stays
+        marked purging, and the next run tries again.
+    :ivar removal: the class of the service's removal that deleted the
+        resources, ``None`` when only the registry was purged.
+    """
 
     tenants: list[str] = field(default_factory=list)
     moves: int = 0
     cutoff: datetime | None = None
+    resumed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    removal: str | None = None
 
     def __str__(self) -> str:
-        return "purged %d tenant%s deleted before %s%s; %d move record%s" % (
+        text = "purged %d tenant%s deleted before %s%s; %d move record%s" % (
             len(self.tenants),
             "" if len(self.tenants) == 1 else "s",
             _iso(self.cutoff) if self.cutoff else "-",
@@ -234,6 +261,15 @@ class PurgeReport:
             self.moves,
             "" if self.moves == 1 else "s",
         )
+        if self.resumed:
+            text += "; resumed the stopped purge of %s" % ", ".join(repr(t) for t in self.resumed)
+        if self.removal:
+            text += "; their resources removed by %s" % self.removal
+        else:
+            text += "; registry only (the service's resources were not touched)"
+        for tenant_id, why in sorted(self.failed.items()):
+            text += "; FAILED %r (still marked purging): %s" % (tenant_id, why)
+        return text
 
 
 _EPOCH = datetime(1970, 1, 1)
@@ -375,6 +411,7 @@ class TenantRegistry:
                     "created": now,
                     "updated": now,
                     "deleted": None,
+                    "purge_started": None,
                 }
                 conn.execute(tenants_table.insert().values(**values))
                 return PutResult(_tenant(values), created=True, changed=True)
@@ -398,15 +435,27 @@ class TenantRegistry:
             )
             return PutResult(_tenant(values), created=False, changed=True)
 
-    def delete(self, tenant_id: str) -> Tenant:
-        """Mark *tenant_id* deleted; raises :class:`TenantNotFound` or :class:`TenantGone` (already deleted)."""
-        return self._set_state(tenant_id, from_state=ACTIVE, to_state=DELETED)
+    def delete(self, tenant_id: str, removal: TenantRemoval | None = None) -> Tenant:
+        """Mark *tenant_id* deleted; raises :class:`TenantNotFound` or :class:`TenantGone` (already deleted).
 
-    def restore(self, tenant_id: str) -> Tenant:
-        """Bring a deleted tenant back; raises :class:`TenantNotFound`, or :class:`TenantConflict` if it is active."""
-        return self._set_state(tenant_id, from_state=DELETED, to_state=ACTIVE)
+        With *removal*, its :meth:`~tenancy_mw.tenants.removal.TenantRemoval.hide_resources`
+        runs while the tenant's row is locked, before the change commits: if
+        it raises (:class:`~tenancy_mw.tenants.removal.RemovalFailed`), the
+        tenant stays active.
+        """
+        return self._set_state(tenant_id, from_state=ACTIVE, to_state=DELETED, removal=removal)
 
-    def _set_state(self, tenant_id: str, from_state: str, to_state: str) -> Tenant:
+    def restore(self, tenant_id: str, removal: TenantRemoval | None = None) -> Tenant:
+        """Bring a deleted tenant back; raises :class:`TenantNotFound`, or :class:`TenantConflict`.
+
+        The conflict's reason is ``"not-deleted"`` (it is active) or
+        ``"purging"`` (a purge is removing it).  With *removal*, its
+        :meth:`~tenancy_mw.tenants.removal.TenantRemoval.restore_resources`
+        runs under the row lock, before the change commits.
+        """
+        return self._set_state(tenant_id, from_state=DELETED, to_state=ACTIVE, removal=removal)
+
+    def _set_state(self, tenant_id: str, from_state: str, to_state: str, removal: TenantRemoval | None) -> Tenant:
         with self._write() as conn:
             row = self._locked_row(conn, tenant_id)
             if row is None:
@@ -417,6 +466,12 @@ class TenantRegistry:
                 raise TenantConflict(
                     "Tenant %r is not deleted; there is nothing to restore." % tenant_id, "not-deleted"
                 )
+            if row["purge_started"] is not None:
+                raise TenantConflict(
+                    "Tenant %r is being purged (since %s); it can no longer be restored."
+                    % (tenant_id, _iso(row["purge_started"])),
+                    "purging",
+                )
             now = _utcnow()
             deleted = now if to_state == DELETED else None
             values = dict(row, state=to_state, revision=row["revision"] + 1, updated=now, deleted=deleted)
@@ -425,43 +480,124 @@ class TenantRegistry:
                 .where(tenants_table.c.id == tenant_id)
                 .values(state=to_state, revision=values["revision"], updated=now, deleted=deleted)
             )
+            # Under the row lock, before the commit: a purge or another
+            # restore of this tenant waits, and a failure rolls the state back.
+            call_removal(removal, "hide" if to_state == DELETED else "restore", tenant_id)
             return _tenant(values)
 
     def purge(
-        self, retention: timedelta = DEFAULT_RETENTION, *, now: datetime | None = None, dry_run: bool = False
+        self,
+        retention: timedelta = DEFAULT_RETENTION,
+        *,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        removal: TenantRemoval | None = None,
+        on_step: Callable[[str, str], None] | None = None,
     ) -> PurgeReport:
-        """Remove the tenants deleted more than *retention* ago, and every move record naming them.
+        """Remove for good the tenants deleted more than *retention* ago, their resources and move records.
 
-        Returns a :class:`PurgeReport` of what was removed; with *dry_run*,
-        of what would be, and nothing is removed.
+        Each tenant goes in three steps (:data:`PURGE_STEPS`), so a purge
+        stopped at any point finishes on the next run, and the registry
+        never forgets a tenant whose resources remain:
+
+        1. ``marked``: under the tenant's row lock, checked to be still
+           deleted, it is marked purging (``purge_started``): from then on a
+           restore is refused (``409``);
+        2. ``resources-removed``: *removal*'s
+           :meth:`~tenancy_mw.tenants.removal.TenantRemoval.purge_resources`
+           deletes the service's resources (none without *removal*: a
+           service that removes them itself);
+        3. ``removed``: the tenant's row and every move record naming it go,
+           in one transaction.
+
+        Tenants a stopped run left marked are purged again first, whatever
+        the retention.  A tenant whose removal fails stays marked (it is in
+        the report's ``failed``); the others go on.  *on_step* is called
+        with ``(step, tenant_id)`` after each step (the purge command's
+        test hook).  Returns a :class:`PurgeReport`; with *dry_run*, of
+        what would be purged, and nothing is changed.
         """
         now = now or _utcnow()
         # No tenant was deleted before 1970: a longer retention purges nothing
         # (and a date before year 1 cannot even be computed).
         cutoff = max(now - min(retention, now - _EPOCH), _EPOCH)
-        report = PurgeReport(cutoff=cutoff)
-        condition = sa.and_(tenants_table.c.state == DELETED, tenants_table.c.deleted <= cutoff)
-        select_ids = sa.select(tenants_table.c.id).where(condition).order_by(tenants_table.c.id)
-        if not dry_run and not self.is_sqlite:
-            # Locked, as restore() locks them: a tenant restored meanwhile is
-            # read again after that commits, and is no longer purged, nor are
-            # its move records.  (SQLite: BEGIN IMMEDIATE holds the file.)
-            select_ids = select_ids.with_for_update()
-        with self._write() as conn:
-            report.tenants = ids = [row[0] for row in conn.execute(select_ids)]
-            if not dry_run:
-                _changing(conn).update(ids)
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                moves = sa.or_(moves_table.c.source_tenant.in_(chunk), moves_table.c.dest_tenant.in_(chunk))
-                if dry_run:
-                    count = sa.select(sa.func.count()).select_from(moves_table).where(moves)
-                    report.moves += conn.execute(count).scalar_one()
-                else:
-                    report.moves += conn.execute(moves_table.delete().where(moves)).rowcount
-                    # The condition again, in the same locked transaction.
-                    conn.execute(tenants_table.delete().where(condition, tenants_table.c.id.in_(chunk)))
+        report = PurgeReport(cutoff=cutoff, removal=_class_name(removal) if removal is not None else None)
+        due = self._purge_due(cutoff)
+        report.resumed = [tenant_id for tenant_id, marked in due if marked]
+        if dry_run:
+            report.tenants = [tenant_id for tenant_id, _ in due]
+            report.moves = self._count_moves(report.tenants)
+            return report
+        for tenant_id, _ in due:
+            try:
+                moves = self._purge_tenant(tenant_id, cutoff, now, removal, on_step or _no_step)
+            except RemovalFailed as exc:
+                report.failed[tenant_id] = str(exc)
+                continue
+            if moves is not None:
+                report.tenants.append(tenant_id)
+                report.moves += moves
+        report.resumed = [tenant_id for tenant_id in report.resumed if tenant_id in report.tenants]
         return report
+
+    def _purge_due(self, cutoff: datetime) -> list[tuple[str, bool]]:
+        """The tenants to purge, sorted, as ``(id, marked)``: marked by a run that stopped, or deleted by *cutoff*."""
+        table = tenants_table
+        condition = sa.and_(
+            table.c.state == DELETED, sa.or_(table.c.purge_started.is_not(None), table.c.deleted <= cutoff)
+        )
+        query = sa.select(table.c.id, table.c.purge_started).where(condition).order_by(table.c.id)
+        with self.engine.connect() as conn:
+            return [(row[0], row[1] is not None) for row in conn.execute(query)]
+
+    def _purge_tenant(self, tenant_id: str, cutoff: datetime, now: datetime, removal, on_step) -> int | None:
+        """Purge one tenant (:meth:`purge`'s three steps); its move records removed, ``None`` if restored meanwhile."""
+        if not self._mark_purging(tenant_id, cutoff, now):
+            return None
+        on_step("marked", tenant_id)
+        call_removal(removal, "purge", tenant_id)
+        on_step("resources-removed", tenant_id)
+        moves = self._forget_purged(tenant_id)
+        on_step("removed", tenant_id)
+        return moves
+
+    def _mark_purging(self, tenant_id: str, cutoff: datetime, now: datetime) -> bool:
+        """Step 1: mark *tenant_id* purging under its row lock, if it is still due; whether it is (now) marked."""
+        with self._write() as conn:
+            row = self._locked_row(conn, tenant_id)
+            # Read again under the lock: a restore that held it has committed by now.
+            if row is None or row["state"] != DELETED:
+                return False
+            if row["purge_started"] is None:
+                if row["deleted"] is None or row["deleted"] > cutoff:
+                    return False
+                conn.execute(tenants_table.update().where(tenants_table.c.id == tenant_id).values(purge_started=now))
+            return True
+
+    def _forget_purged(self, tenant_id: str) -> int:
+        """Step 3: remove the marked tenant's row and the move records naming it; how many move records went."""
+        with self._write() as conn:
+            row = self._locked_row(conn, tenant_id)
+            if row is None or row["purge_started"] is None:
+                return 0  # another run finished it
+            moves = sa.or_(moves_table.c.source_tenant == tenant_id, moves_table.c.dest_tenant == tenant_id)
+            count = conn.execute(moves_table.delete().where(moves)).rowcount
+            conn.execute(
+                tenants_table.delete().where(
+                    tenants_table.c.id == tenant_id, tenants_table.c.purge_started.is_not(None)
+                )
+            )
+            return count
+
+    def _count_moves(self, tenant_ids: list[str]) -> int:
+        """How many move records name any of *tenant_ids* (a dry run's count)."""
+        total = 0
+        with self.engine.connect() as conn:
+            for start in range(0, len(tenant_ids), 500):
+                chunk = tenant_ids[start : start + 500]
+                moves = sa.or_(moves_table.c.source_tenant.in_(chunk), moves_table.c.dest_tenant.in_(chunk))
+                total += conn.execute(sa.select(sa.func.count()).select_from(moves_table).where(moves)).scalar_one()
+        return total
 
     # Moves ----------------------------------------------------------------
 
@@ -615,7 +751,16 @@ def _tenant(row) -> Tenant:
         created=row["created"],
         updated=row["updated"],
         deleted=row["deleted"],
+        purge_started=row.get("purge_started"),
     )
+
+
+def _no_step(step: str, tenant_id: str) -> None:
+    """The default ``on_step`` of a purge: nothing."""
+
+
+def _class_name(instance: object) -> str:
+    return "%s.%s" % (type(instance).__module__, type(instance).__qualname__)
 
 
 def _registry_engine(url: str | URL) -> sa.Engine:
@@ -736,16 +881,26 @@ class TenantStateCache:
             self._entries.clear()
 
 
-def purge(url: str | URL, retention: timedelta = DEFAULT_RETENTION, *, dry_run: bool = False) -> PurgeReport:
+def purge(
+    url: str | URL,
+    retention: timedelta = DEFAULT_RETENTION,
+    *,
+    dry_run: bool = False,
+    removal: TenantRemoval | None = None,
+) -> PurgeReport:
     """Purge the registry at *url*: :meth:`TenantRegistry.purge` in one call.
+
+    Give the service's *removal* (:class:`~tenancy_mw.tenants.removal.TenantRemoval`)
+    so the purged tenants' resources go too; without it only the registry
+    forgets them.
 
     Example::
 
-        report = purge("postgresql+psycopg2://svc@db/svc", timedelta(days=7))
-        print(report)   # purged 2 tenants deleted before 2026-...: 'a', 'b'; 3 move records
+        report = purge("postgresql+psycopg2://svc@db/svc", timedelta(days=7), removal=ServiceRemoval())
+        print(report)   # purged 2 tenants deleted before 2026-...: 'a', 'b'; 3 move records; ...
     """
     registry = TenantRegistry(url)
     try:
-        return registry.purge(retention, dry_run=dry_run)
+        return registry.purge(retention, dry_run=dry_run, removal=removal)
     finally:
         registry.close()

@@ -182,12 +182,15 @@ def test_tenant_lifecycle(pair):
     assert call(pair.admin, "DELETE", url).status == 204
     kept = call(pair.admin, "GET", url)
     assert kept.status == 410
-    purge = subprocess.run([MANAGE, "tenants", "purge", "--url", pair.registry_url, "--retention", "1h"],
+    # The registry alone here; the purge that removes the demo's servers too: test_demo_tenant_life.py.
+    purge = subprocess.run([MANAGE, "tenants", "purge", "--url", pair.registry_url, "--registry-only", "--retention",
+                            "1h"],
                            capture_output=True, text=True, timeout=60)
     assert purge.returncode == 0, purge.stderr
     assert repr(tenant) not in purge.stdout
     assert call(pair.admin, "GET", url).status == 410
-    purge = subprocess.run([MANAGE, "tenants", "purge", "--url", pair.registry_url, "--retention", "0"],
+    purge = subprocess.run([MANAGE, "tenants", "purge", "--url", pair.registry_url, "--registry-only", "--retention",
+                            "0"],
                            capture_output=True, text=True, timeout=60)
     assert purge.returncode == 0, purge.stderr
     assert repr(tenant) in purge.stdout

@@ -178,6 +178,7 @@ def test_purge_with_the_memcached_servers_is_seen_on_the_next_request(hosts):
             "purge",
             "--url",
             hosts.registry_url,
+            "--registry-only",
             "--retention",
             "0",
             "--state-memcached-servers",

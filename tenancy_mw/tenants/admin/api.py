@@ -18,12 +18,13 @@ from tenancy_mw.tenants.admin.answers import http_date, json_bytes, not_found, r
 from tenancy_mw.tenants.admin.discovery import drop_version_member, service_version, with_version
 from tenancy_mw.tenants.admin.representation import read_representation
 from tenancy_mw.tenants.registry import ACTIVE, DELETED, Tenant, TenantConflict, TenantGone, TenantNotFound
+from tenancy_mw.tenants.removal import RemovalFailed
 
 if TYPE_CHECKING:
     from tenancy_mw.tenants.admin.filter import TenantAdmin
     from tenancy_mw.tenants.admin.routes import Target
 
-__all__ = ["delete_tenant", "metadata", "put_tenant", "restore_tenant", "show", "show_tenant"]
+__all__ = ["delete_tenant", "metadata", "put_tenant", "removal_failed", "restore_tenant", "show", "show_tenant"]
 
 # The logger keeps its 0.1 name, which operators route on (doc/configuration.rst).
 LOG = logging.getLogger("tenancy_mw.tenant_admin")
@@ -85,14 +86,16 @@ def put_tenant(admin: TenantAdmin, environ: dict, start_response: Callable, targ
 
 
 def delete_tenant(admin: TenantAdmin, environ: dict, start_response: Callable, target: Target):
-    """``DELETE``: ``204``, the tenant marked deleted (recoverable); ``404``; ``410`` if already deleted."""
+    """``DELETE``: ``204``, the tenant marked deleted (recoverable), its resources hidden; ``404``; ``410``."""
     tenant_id = target.tenant_id
     try:
-        tenant = read_registry(lambda: admin.registry.delete(tenant_id))
+        tenant = read_registry(lambda: admin.registry.delete(tenant_id, admin.removal))
     except TenantNotFound:
         raise not_found(tenant_id) from None
     except TenantGone:
         raise Refusal(410, "tenancy.tenant-deleted", "Tenant %r is already deleted." % shorten(tenant_id)) from None
+    except RemovalFailed as exc:
+        raise removal_failed(exc, "deleted") from None
     admin.cache.remember(tenant_id, DELETED)
     LOG.info("tenant_admin: tenant %r deleted", tenant_id)
     start_response("204 No Content", list(metadata(tenant)))
@@ -100,17 +103,34 @@ def delete_tenant(admin: TenantAdmin, environ: dict, start_response: Callable, t
 
 
 def restore_tenant(admin: TenantAdmin, environ: dict, start_response: Callable, target: Target):
-    """``POST .../action/restore``: ``200`` and the tenant; ``404``; ``409`` when it is not deleted."""
+    """``POST .../action/restore``: ``200``, the tenant (resources back); ``404``; ``409`` (not deleted, purging)."""
     tenant_id = target.tenant_id
     try:
-        tenant = read_registry(lambda: admin.registry.restore(tenant_id))
+        tenant = read_registry(lambda: admin.registry.restore(tenant_id, admin.removal))
     except TenantNotFound:
         raise not_found(tenant_id) from None
     except TenantConflict as exc:
         raise Refusal(409, "tenancy.tenant-" + exc.reason, str(exc)) from None
+    except RemovalFailed as exc:
+        raise removal_failed(exc, "restored") from None
     admin.cache.remember(tenant_id, ACTIVE)
     LOG.info("tenant_admin: tenant %r restored", tenant_id)
     return show(admin, environ, start_response, tenant, 200)
+
+
+def removal_failed(exc: RemovalFailed, verb: str) -> Refusal:
+    """``503``: the service's :class:`~tenancy_mw.tenants.removal.TenantRemoval` failed (logged with its cause).
+
+    The registry's change was rolled back: the tenant is as it was.
+    """
+    LOG.error("tenant_admin: %s", exc, exc_info=exc.__cause__)
+    return Refusal(
+        503,
+        "tenancy.removal-failed",
+        "Tenant %r was not %s: the service failed to %s its resources; nothing changed, try again later "
+        "(the service log tells why)." % (shorten(exc.tenant_id), verb, exc.step),
+        (("Retry-After", "5"),),
+    )
 
 
 def show(admin: TenantAdmin, environ, start_response, tenant: Tenant, status: int, extra_headers: tuple = ()):
@@ -140,4 +160,6 @@ def metadata(tenant: Tenant) -> tuple:
     ]
     if tenant.deleted is not None:
         headers.append(("X-Tenant-Deleted", summary["deleted"]))
+    if tenant.purge_started is not None:
+        headers.append(("X-Tenant-Purge-Started", tenant.purge_started.strftime("%Y-%m-%dT%H:%M:%SZ")))
     return tuple(headers)

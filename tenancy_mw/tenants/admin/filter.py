@@ -18,9 +18,10 @@ Call                                          Answer
                                               ``max_body_bytes``; ``400``/``413``/``415`` for a bad
                                               body; ``409`` when deleted, or when the representation
                                               differs and ``updatable = false``
-``DELETE /{v}/{t}``                           ``204`` (marked deleted, recoverable); ``404``; ``410``
+``DELETE /{v}/{t}``                           ``204`` (marked deleted, recoverable; the service's resources
+                                              hidden); ``404``; ``410``
 ``POST /{v}/{t}/action/restore``              ``200`` and the representation (``204`` without); ``404``;
-                                              ``409`` when the tenant is not deleted
+                                              ``409`` when the tenant is not deleted, or is being purged
 ``GET /{v}/{t}/{path}/action/move?dest=D``    the move action document and its ``ETag``
 ``POST /{v}/{t}/{path}/action/move?dest=D``   ``303``, ``Location`` at the resource's new home; with
                                               ``If-Match``, only if the document's ETag still matches,
@@ -30,7 +31,11 @@ Call                                          Answer
 ============================================  ==========================================================
 
 Moves need ``move_provider``, a small interface the service implements
-(:mod:`tenancy_mw.tenants.moves`); without it, move URLs go to the service.  Move
+(:mod:`tenancy_mw.tenants.moves`); without it, move URLs go to the service.
+When that provider also implements :class:`~tenancy_mw.tenants.removal.TenantRemoval`,
+``DELETE`` hides the tenant's resources and restore brings them back
+(a failure there is ``503``, the tenant unchanged), and ``tenancy-mw-manage
+tenants purge`` deletes them (``doc/tenant-lifecycle.rst``).  Move
 errors: ``400`` when ``dest`` is missing, repeated, not a valid tenant id
 or the source itself; ``404`` when the destination tenant does not exist
 (``409`` when it is deleted); ``404``/``410`` when the resource does not
@@ -119,8 +124,9 @@ Usage in ``api-paste.ini`` (after ``tenant_path``, which finds the tenant)::
     admin_api = false
 
 The registry's tables come from ``tenancy-mw-manage db upgrade --url URL
---component tenants``; deleted tenants are removed for good by
-``tenancy-mw-manage tenants purge --url URL --retention 30d``.
+--component tenants``; deleted tenants are removed for good, with their
+resources, by ``tenancy-mw-manage tenants purge --paste api-paste.ini#admin
+--retention 30d``.
 
 From Python::
 
@@ -176,6 +182,7 @@ from tenancy_mw.tenants.ids import InvalidTenantId, TenantLayout, UnknownPathSeg
 from tenancy_mw.tenants.moves import MoveProvider, load_provider
 from tenancy_mw.tenants.path_filter import TENANT_ID_KEY, TENANT_SOURCE_KEY
 from tenancy_mw.tenants.registry import ACTIVE, TenantRegistry
+from tenancy_mw.tenants.removal import TenantRemoval
 from tenancy_mw.tenants.shared_state import SharedTenantStates
 
 if TYPE_CHECKING:
@@ -240,11 +247,24 @@ class TenantAdmin(TenancyMiddleware):
         self.redirect_moved = options.redirect_moved
         self._warned_disagreement = False
         self.provider: MoveProvider | None = None
+        self.removal: TenantRemoval | None = None
         if options.move_provider and self.admin_api:
-            try:
-                self.provider = load_provider(options.move_provider, self.application)
-            except ValueError as exc:
-                raise self.config_error("move_provider", options.move_provider, str(exc)) from None
+            self._load_provider(options.move_provider)
+
+    def _load_provider(self, dotted: str) -> None:
+        """Load ``move_provider``: its moves (:attr:`provider`) and its removal of tenants (:attr:`removal`)."""
+        try:
+            loaded = load_provider(dotted, self.application)
+        except ValueError as exc:
+            raise self.config_error("move_provider", dotted, str(exc)) from None
+        self.provider = loaded if isinstance(loaded, MoveProvider) else None
+        self.removal = loaded if isinstance(loaded, TenantRemoval) else None
+        if self.removal is None:
+            LOG.warning(
+                "tenant_admin: move_provider %s is no tenancy_mw.tenants.removal.TenantRemoval: a deleted tenant's "
+                "resources are neither hidden nor, when it is purged, deleted (doc/tenant-lifecycle.rst)",
+                dotted,
+            )
 
     def _shared_states(self, options) -> SharedTenantStates | None:
         """The memcached client of ``state_memcached_servers``, or ``None`` when unset."""

@@ -103,8 +103,10 @@ OPTS = [
     ),
     cfg.StrOpt(
         "move_provider",
-        help="The service's move interface, as package.module:Name: a callable taking the wrapped WSGI app "
-        "and returning a tenancy_mw.tenants.moves.MoveProvider. Unset: move URLs go to the service.",
+        help="The service's provider, as package.module:Name: a callable taking the wrapped WSGI app and "
+        "returning a tenancy_mw.tenants.moves.MoveProvider (moves), a tenancy_mw.tenants.removal.TenantRemoval "
+        "(a deleted tenant's resources hidden, restored, purged), or an object that is both. Unset: move URLs go "
+        "to the service and tenants are removed from the registry only.",
     ),
     cfg.IntOpt(
         "move_list_limit",

@@ -47,7 +47,7 @@ def table_names(url):
 def test_migrations_up_down_and_match_the_runtime_tables(sql_url):
     assert migrations.upgrade(sql_url, ["tenants"]) == ["tenants"]
     assert TABLES <= table_names(sql_url)
-    assert migrations.current(sql_url)["tenants"] == "tenants_0001"
+    assert migrations.current(sql_url)["tenants"] == "tenants_0002"
     engine = sa.create_engine(sql_url)
     try:
         with engine.connect() as conn:
@@ -247,15 +247,19 @@ def test_purge_and_show_commands(tmp_path):
     missing = run("tenants", "show", "--url", url, "nobody")
     assert missing.returncode == 1
     assert "'nobody'" in missing.stderr
-    bad = run("tenants", "purge", "--url", url, "--retention", "soon")
+    bad = run("tenants", "purge", "--url", url, "--registry-only", "--retention", "soon")
     assert bad.returncode == 2
     assert "'soon'" in bad.stderr
-    dry = run("tenants", "purge", "--url", url, "--retention", "0", "--dry-run")
+    unsafe = run("tenants", "purge", "--url", url, "--retention", "0")
+    assert unsafe.returncode == 2
+    assert "--paste FILE#PIPELINE" in unsafe.stderr
+    assert "--registry-only" in unsafe.stderr
+    dry = run("tenants", "purge", "--url", url, "--registry-only", "--retention", "0", "--dry-run")
     assert dry.stdout.startswith("would have purged 1 tenant")
     assert run("tenants", "show", "--url", url, "gone").returncode == 0
-    kept = run("tenants", "purge", "--url", url, "--retention", "7d")
+    kept = run("tenants", "purge", "--url", url, "--registry-only", "--retention", "7d")
     assert kept.stdout.startswith("purged 0 tenants")
-    done = run("tenants", "purge", "--url", url, "--retention", "0")
+    done = run("tenants", "purge", "--url", url, "--registry-only", "--retention", "0")
     assert done.returncode == 0
     assert "'gone'" in done.stdout
     assert run("tenants", "show", "--url", url, "gone").returncode == 1
@@ -322,7 +326,7 @@ def test_a_retention_beyond_the_calendar_is_a_usage_error(tmp_path, capsys, rete
 
     url = "sqlite:///%s" % (tmp_path / "tenants.sqlite")
     with pytest.raises(SystemExit) as caught:
-        manage.main(["tenants", "purge", "--url", url, "--retention", retention])
+        manage.main(["tenants", "purge", "--url", url, "--registry-only", "--retention", retention])
     assert caught.value.code == 2
     assert repr(retention) in capsys.readouterr().err
 
