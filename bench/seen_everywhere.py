@@ -371,14 +371,21 @@ def measure_round(
 
 def summarize(answers: list[Answer], workers: dict[str, list[int]], deleted: float) -> Round:
     """The :class:`Round` of *answers*, the delete's ``204`` having arrived at *deleted*."""
-    first: dict[str, float] = {}
+    # When each worker's first refusal arrived.  A 200 counts against the
+    # worker only if it was sent after that: requests sent close together
+    # may be served in another order than they were sent (client threads
+    # share the GIL between taking the time and connecting).
+    refused_at: dict[str, float] = {}
+    for answer in answers:
+        if answer.status in GONE and answer.sent > deleted:
+            name = "%s/%d" % (answer.host, answer.pid)
+            refused_at[name] = min(refused_at.get(name, answer.received), answer.received)
+    first = {name: received - deleted for name, received in refused_at.items()}
     served_after_refusal = 0
     others: dict[str, int] = {}
-    for answer in sorted(answers, key=lambda a: a.sent):
+    for answer in answers:
         name = "%s/%d" % (answer.host, answer.pid)
-        if answer.status in GONE and answer.sent > deleted:
-            first.setdefault(name, answer.received - deleted)
-        elif answer.status == 200 and name in first:
+        if answer.status == 200 and name in refused_at and answer.sent > refused_at[name]:
             served_after_refusal += 1
         elif answer.status not in GONE and answer.status != 200:
             others[str(answer.status)] = others.get(str(answer.status), 0) + 1

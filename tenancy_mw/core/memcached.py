@@ -161,14 +161,24 @@ class MemcachedCluster:
         Raises :class:`MemcachedError` (or :class:`ValueTooLarge`) when the
         server cannot answer.  A pooled connection found closed before any
         reply came, as one opened before the server restarted, is dropped
-        and the call sent once more on a new connection (what a restarted
-        server had read, it has forgotten with everything else).
+        and the call sent again (what a restarted server had read, it has
+        forgotten with everything else): on the next pooled connection, which
+        the restart may have closed too (a threaded worker keeps several),
+        until a new one is opened.
         """
         server = self.server_of(key)
+        pool = self._hash_client.clients[server].client_pool
+        # Every free pooled connection may be one a restart closed; each
+        # found closed is destroyed, so the last try opens a new one.
+        for _ in range(len(pool.free)):
+            try:
+                return self._send(server, command, replies)
+            except ConnectionLost:
+                continue
         try:
             return self._send(server, command, replies)
-        except ConnectionLost:
-            return self._send(server, command, replies)
+        except ConnectionLost as exc:  # a connection another thread released meanwhile
+            raise MemcachedError("memcached %s: %s" % (server, exc)) from None
 
     def _send(self, server: str, command: bytes, replies: int) -> list[tuple[bytes, dict, bytes | None]]:
         """One attempt of :meth:`call`; :class:`ConnectionLost` only when the connection was a pooled one."""

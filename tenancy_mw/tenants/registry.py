@@ -327,10 +327,11 @@ class TenantRegistry:
 
     :param url: a SQLAlchemy URL, or an :class:`~sqlalchemy.engine.Engine`
         to use as it is.
-    :param on_change: called after each commit that may have changed
-        tenants' states, with their ids (a list): every tenant whose row a
-        write locked (create, delete, restore, a move's two, a ``PUT``)
-        and every tenant a purge removed.  ``tenant_admin`` passes
+    :param on_change: called when a write transaction that may have
+        changed tenants' states ends (committed, or rolled back on a known
+        tenant), with their ids (a list): every tenant whose row a write
+        locked (create, delete, restore, a move's two, a ``PUT``, each
+        purge step).  ``tenant_admin`` passes
         :meth:`.SharedTenantStates.announce`, so other workers and hosts
         see the change on their next request.  It runs after the change is
         made: it should not raise (what it raises reaches the caller).
@@ -695,16 +696,29 @@ class TenantRegistry:
     def _write(self) -> Iterator[sa.Connection]:
         """A write transaction; on SQLite it takes the write lock at once (``BEGIN IMMEDIATE``).
 
-        After it commits, the tenants it may have changed (:func:`_changing`)
-        go to ``on_change``.
+        When it ends, the tenants it may have changed (:func:`_changing`) go
+        to ``on_change``: after a commit, and after a rollback too unless
+        the tenant was unknown (a ``DELETE`` of a tenant already deleted, a
+        commit whose outcome is unknown).  Telling workers to read a state
+        again is always safe, and so repeating a call re-announces what a
+        failed announcement left unsaid.
         """
         changing: set[str] = set()
-        with self.engine.connect() as conn:
-            conn = conn.execution_options(tenancy_changing=changing)
-            if self.is_sqlite:
-                conn = conn.execution_options(tenancy_sqlite_begin="BEGIN IMMEDIATE")
-            with conn.begin():
-                yield conn
+        try:
+            with self.engine.connect() as conn:
+                conn = conn.execution_options(tenancy_changing=changing)
+                if self.is_sqlite:
+                    conn = conn.execution_options(tenancy_sqlite_begin="BEGIN IMMEDIATE")
+                with conn.begin():
+                    yield conn
+        except TenantNotFound:
+            raise  # nothing there, nothing to say
+        except BaseException:
+            self._announce(changing)
+            raise
+        self._announce(changing)
+
+    def _announce(self, changing: set[str]) -> None:
         if changing and self.on_change is not None:
             self.on_change(sorted(changing))
 

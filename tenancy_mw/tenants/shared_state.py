@@ -59,7 +59,8 @@ LOG = logging.getLogger("tenancy_mw.tenant_admin")
 #: The memcached keys of generations: this, then the SHA-256 of the tenant id (any id fits a key).
 KEY_PREFIX = "tenancy-state:"
 #: Seconds a generation is kept; one expired is replaced at the next request (and the state read again).
-GENERATION_TTL = 86400
+#: An hour: a flood of made-up tenant ids leaves its small items for that long at most.
+GENERATION_TTL = 3600
 # How many commands one pipelined write sends at most (a purge of thousands).
 _BATCH = 100
 
@@ -149,7 +150,8 @@ class SharedTenantStates:
         except MemcachedError as exc:
             LOG.error(
                 "tenant_admin: the state change of tenant(s) %s is in the registry, but could not be shared "
-                "through memcached (%s); other workers see it when their cache entry expires (cache_ttl)",
+                "through memcached (%s); other workers see it when their cache entry expires (cache_ttl), or at once "
+                "once the same call is made again (a DELETE of the deleted tenant announces it again)",
                 ", ".join(repr(t) for t in ids[:10]) + (" and %d more" % (len(ids) - 10) if len(ids) > 10 else ""),
                 exc,
             )

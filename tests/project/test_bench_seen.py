@@ -65,3 +65,20 @@ def test_the_measurement_runs_and_reports_every_round(tmp_path, shared):
         assert len(one["first_refusals"]) == 4
         assert one["everywhere"] == max(one["first_refusals"].values()) > 0
         assert one["answers"] > 8
+
+
+def test_a_200_counts_against_a_worker_only_when_sent_after_its_first_refusal_arrived():
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import seen_everywhere
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    answer = seen_everywhere.Answer
+    # Sent 0.6 ms apart, served in the other order (as the review saw under load): allowed.
+    crossed = [answer("127.0.0.2", 7, 410, 1.4151, 1.4410), answer("127.0.0.2", 7, 200, 1.4157, 1.4309)]
+    assert seen_everywhere.summarize(crossed, {"127.0.0.2": [7]}, deleted=1.0).served_after_refusal == 0
+    # Sent after the refusal had arrived: a stale answer, counted.
+    stale = [*crossed, answer("127.0.0.2", 7, 200, 1.4500, 1.4600)]
+    round_ = seen_everywhere.summarize(stale, {"127.0.0.2": [7]}, deleted=1.0)
+    assert round_.served_after_refusal == 1
+    assert round_.first_refusals == {"127.0.0.2/7": pytest.approx(0.4410)}

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tenancy_mw.core.memcached import MemcachedCluster, MemcachedError, parse_server
+from tenancy_mw.core.memcached import MemcachedCluster, MemcachedError, exchange, parse_server
 from tests.support.servers import free_port
 
 
@@ -22,6 +22,29 @@ def test_a_pooled_connection_closed_by_a_restart_is_sent_again_on_a_new_one(memc
         ((code, _, _),) = cluster.call("k", b"mg k v\r\n", 1)
         assert code == b"EN"  # answered by the new server, from a new connection
         assert cluster.round_trips == 3  # the first call, the lost attempt, the one sent again
+    finally:
+        if not memcached_server.running:
+            memcached_server.start()
+        cluster.close()
+
+
+def test_every_pooled_connection_a_restart_closed_is_passed_over(memcached_server):
+    """A threaded worker keeps several pooled connections; after a restart none of them fails a call."""
+    cluster = MemcachedCluster([memcached_server.address], timeout=2)
+    try:
+        # Three connections opened and pooled, as three threads of a worker leave them.
+        pool = cluster._hash_client.clients[memcached_server.address].client_pool
+        clients = [pool.get() for _ in range(3)]
+        for client in clients:
+            exchange(client, b"mg k v\r\n", 1)
+        for client in clients:
+            pool.release(client)
+        assert len(pool.free) == 3
+        memcached_server.kill()
+        memcached_server.start()
+        for _ in range(3):
+            ((code, _, _),) = cluster.call("k", b"mg k v\r\n", 1)
+            assert code == b"EN"
     finally:
         if not memcached_server.running:
             memcached_server.start()
