@@ -95,10 +95,15 @@ COMPUTE_NODES = sa.Table(
 #: The sample rows of each cell (by position in the cell list): ids repeat across cells on purpose.
 SAMPLE = [
     {
-        "services": [(1, "cell1-conductor", "nova-conductor", "internal"), (2, "compute1", "nova-compute", "nova"),
-                     (3, "compute2", "nova-compute", "nova")],
-        "compute_nodes": [(1, "compute1", "compute1.cell1.example", "192.0.2.11"),
-                          (2, "compute2", "compute2.cell1.example", "192.0.2.12")],
+        "services": [
+            (1, "cell1-conductor", "nova-conductor", "internal"),
+            (2, "compute1", "nova-compute", "nova"),
+            (3, "compute2", "nova-compute", "nova"),
+        ],
+        "compute_nodes": [
+            (1, "compute1", "compute1.cell1.example", "192.0.2.11"),
+            (2, "compute2", "compute2.cell1.example", "192.0.2.12"),
+        ],
     },
     {
         "services": [(1, "cell2-conductor", "nova-conductor", "internal"), (2, "compute3", "nova-compute", "nova")],
@@ -181,13 +186,28 @@ class DemoCells:
     def _seed(engine: sa.Engine, sample: dict) -> None:
         now = _now()
         services = [
-            {"id": i, "uuid": None, "host": host, "binary": binary, "zone": zone, "disabled": False,
-             "disabled_reason": None, "forced_down": False, "updated_at": now}
+            {
+                "id": i,
+                "uuid": None,
+                "host": host,
+                "binary": binary,
+                "zone": zone,
+                "disabled": False,
+                "disabled_reason": None,
+                "forced_down": False,
+                "updated_at": now,
+            }
             for i, host, binary, zone in sample["services"]
         ]
         nodes = [
-            {"id": i, "uuid": None, "host": host, "hypervisor_hostname": hostname, "hypervisor_type": "QEMU",
-             "host_ip": ip}
+            {
+                "id": i,
+                "uuid": None,
+                "host": host,
+                "hypervisor_hostname": hostname,
+                "hypervisor_type": "QEMU",
+                "host_ip": ip,
+            }
             for i, host, hostname, ip in sample["compute_nodes"]
         ]
         try:

@@ -144,8 +144,9 @@ class CellsApi:
     def service_delete(self, req, version: Version, service_id: str) -> tuple[int, dict | None]:
         """``DELETE /os-services/{id}``: ``204``."""
         if service_id in _LEGACY_ACTIONS:
-            raise ApiError(400, "demo.invalid-id", "Invalid %s %r." % (
-                "uuid" if version >= UUID_VERSION else "id", service_id))
+            raise ApiError(
+                400, "demo.invalid-id", "Invalid %s %r." % ("uuid" if version >= UUID_VERSION else "id", service_id)
+            )
         cell, ident = self._resolved(req, service_id, "services")
         if not self.cells.delete_service(cell, ident):
             raise self._gone("service", service_id)
@@ -253,8 +254,11 @@ class CellsApi:
         changes = {}
         if "status" in body:
             if body["status"] not in ("enabled", "disabled"):
-                raise ApiError(400, "demo.bad-status",
-                               "status %r is neither 'enabled' nor 'disabled'." % shorten(repr(body["status"])))
+                raise ApiError(
+                    400,
+                    "demo.bad-status",
+                    "status %r is neither 'enabled' nor 'disabled'." % shorten(repr(body["status"])),
+                )
             changes["disabled"] = body["status"] == "disabled"
             changes["disabled_reason"] = None
         if "disabled_reason" in body:
@@ -262,9 +266,11 @@ class CellsApi:
             if body.get("status") != "disabled":
                 raise ApiError(400, "demo.bad-body", "disabled_reason goes only with status 'disabled'.")
             if not isinstance(reason, str) or not reason.strip() or len(reason) > _MAX_REASON:
-                raise ApiError(400, "demo.bad-reason",
-                               "disabled_reason must be 1 to %d characters, not %s." % (_MAX_REASON,
-                                                                                       shorten(repr(reason))))
+                raise ApiError(
+                    400,
+                    "demo.bad-reason",
+                    "disabled_reason must be 1 to %d characters, not %s." % (_MAX_REASON, shorten(repr(reason))),
+                )
             changes["disabled_reason"] = reason
         if "forced_down" in body:
             if not isinstance(body["forced_down"], bool):
@@ -288,8 +294,11 @@ class CellsApi:
         if not found:
             raise ApiError(404, "demo.not-found", "No service %s on host %s." % (shorten(binary), shorten(host)))
         if len(found) > 1:
-            raise ApiError(400, "demo.ambiguous-host",
-                           "Host %s has service %s in several cells." % (shorten(host), shorten(binary)))
+            raise ApiError(
+                400,
+                "demo.ambiguous-host",
+                "Host %s has service %s in several cells." % (shorten(host), shorten(binary)),
+            )
         cell, service = found[0]
         if action == "force-down":
             if not isinstance(body.get("forced_down"), bool):
@@ -331,9 +340,12 @@ class CellsApi:
             shipped = req.GET.get("hypervisor_hostname_pattern")
             spec = req.GET.get("hypervisor_hostname")
             if shipped is not None and spec is not None and shipped != spec:
-                raise ApiError(400, "demo.conflicting-query",
-                               "hypervisor_hostname_pattern %r and hypervisor_hostname %r differ; give one."
-                               % (shorten(shipped), shorten(spec)))
+                raise ApiError(
+                    400,
+                    "demo.conflicting-query",
+                    "hypervisor_hostname_pattern %r and hypervisor_hostname %r differ; give one."
+                    % (shorten(shipped), shorten(spec)),
+                )
             pattern = shipped if shipped is not None else spec
             if pattern is not None and ("limit" in req.GET or "marker" in req.GET):
                 raise ApiError(400, "demo.bad-query", "Paging over a hypervisor hostname search is not supported.")
@@ -347,4 +359,3 @@ class CellsApi:
                 raise self.unavailable(unanswered)
             raise ApiError(404, "demo.not-found", "No hypervisor matching %r could be found." % shorten(pattern))
         return [self._hypervisor_view(node, service, uuids, detail) for _, node, service in nodes]
-
