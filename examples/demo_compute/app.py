@@ -437,7 +437,8 @@ def app_factory(global_conf: dict, **local_conf: str) -> DemoCompute:
 
     The cells are reached with the filter's ``cell_timeout``, ``pool_size``
     and ``pool_recycle`` (:class:`demo_compute.cells.DemoCells`): building
-    the app waits at most ``cell_timeout`` for them, however many are down.
+    the app waits at most ``cell_timeout`` for cells that are down, however
+    many.
     """
     unknown = sorted(set(local_conf) - {"database_url", "cells"})
     if unknown:

@@ -20,10 +20,11 @@ accepts connections and never answers, or refuses them, costs a caller at
 most ``cell_timeout`` (2 s in the demo's settings), at start or on a
 request:
 
-- At start, every cell is prepared at once and the app waits at most
-  ``cell_timeout`` for them.  A cell that failed or did not answer by then
-  is logged and left to later: the first list that reaches it prepares it
-  (so a cell that was down at start joins the lists when it is back).
+- At start, every cell is asked at once to answer a query, within
+  ``cell_timeout``; the cells that answered are then prepared.  A cell
+  that did not answer, or whose preparation failed, is logged and left to
+  later: the first list that reaches it prepares it (so a cell that was
+  down at start joins the lists when it is back).
 - A list (``os-services``, ``os-hypervisors``) asks every cell at once and
   shows the cells that answered in time; a cell that did not is logged and
   left out.  That is what nova does below microversion 2.69; from 2.69
@@ -113,6 +114,17 @@ SAMPLE = [
 
 _CREATE_ATTEMPTS = 5
 
+#: How long the start waits for the cells that answered to be prepared, in ``cell_timeout``: a
+#: preparation is a few statements, each within ``cell_timeout``; this bounds a cell that stops
+#: answering midway (psycopg2 has no read timeout of its own).
+PREPARE_TIMEOUTS = 10
+
+
+def _probe(_name: str, engine: sa.Engine) -> None:
+    """Raise unless the cell of *engine* answers a query."""
+    with engine.connect() as conn:
+        conn.exec_driver_sql("SELECT 1")
+
 
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(microsecond=0, tzinfo=None)
@@ -142,24 +154,34 @@ class DemoCells:
     def prepare(self) -> list[str]:
         """Create the tables, add the sample rows, backfill uuids, in every cell at once; the cells not done.
 
-        Waits at most ``cell_timeout``: a cell that failed or is still being
-        prepared then is logged, and finished later (module doc).
+        Every cell is first asked to answer at all, within ``cell_timeout``:
+        one that does not (hung, refused) is logged and left to later (module
+        doc), so it costs the start at most ``cell_timeout``.  The others are
+        prepared, each statement within ``cell_timeout``; one that stops
+        answering midway is given up after :data:`PREPARE_TIMEOUTS` of them.
         """
         started = time.monotonic()
-        late = self.lookup.scatter_gather(self._prepare_cell).unanswered
-        for name in late:
+        answering = self.lookup.scatter_gather(_probe)
+        probed = time.monotonic() - started
+        for name in answering.unanswered:
             LOG.warning(
-                "demo cell %s is not ready at start (waited %.2f s for the cells); it is prepared when it next answers",
+                "demo cell %s is not ready at start: it did not answer within %.2f s; it is prepared when it next"
+                " answers",
                 name,
-                time.monotonic() - started,
+                probed,
             )
-        return late
+        timeout = PREPARE_TIMEOUTS * self.lookup.cell_timeout
+        prepared = self.lookup.scatter_gather(self._prepare_cell, cells=list(answering.answers), timeout=timeout)
+        for name in prepared.unanswered:
+            LOG.warning(
+                "demo cell %s is not ready at start: preparing it failed; it is prepared when it next answers", name
+            )
+        return [name for name in self.urls if name not in prepared.answers]
 
     def _prepare_cell(self, name: str, engine: sa.Engine) -> None:
         """Prepare one cell (on its lookup thread); raises when it does not answer."""
-        with engine.connect() as conn:
-            # Reachable at all? A cell that is down fails here, once, not in every retry below.
-            conn.exec_driver_sql("SELECT 1")
+        # Reachable at all? A cell that is down fails here, once, not in every retry below.
+        _probe(name, engine)
         self._create(engine)
         if name in self._samples:
             self._seed(engine, self._samples[name])

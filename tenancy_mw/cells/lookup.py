@@ -452,7 +452,7 @@ class CellLookup:
         """
         found = Found()
         work = functools.partial(_first_row, statement, params)
-        for cell, row, waiting in self._answers(self._cells, work, found.unanswered):
+        for cell, row, waiting in self._answers(self._cells, work, found.unanswered, self.cell_timeout):
             if row is not None and (accept is None or accept(row)):
                 found.matches.append((cell.name, row))
             if stop_at_first and found.matches and waiting:
@@ -460,12 +460,16 @@ class CellLookup:
                 return found
         return found
 
-    def scatter_gather(self, work: CellWork, *, cells: Iterable[str] | None = None) -> Gathered:
+    def scatter_gather(
+        self, work: CellWork, *, cells: Iterable[str] | None = None, timeout: float | None = None
+    ) -> Gathered:
         """Run ``work(cell_name, engine)`` in every cell (or those named in *cells*) at once.
 
-        Waits at most ``cell_timeout`` seconds, as :meth:`find` does, on the
-        cells' own threads and engines, so every connect and query has the
-        drivers' timeouts (module doc).  A cell whose *work* raised or did
+        Waits at most *timeout* seconds (``cell_timeout`` unless given: more
+        for work of many statements, each of which the drivers still bound by
+        ``cell_timeout``), as :meth:`find` does, on the cells' own threads and
+        engines, so every connect and query has the drivers' timeouts (module
+        doc).  A cell whose *work* raised or did
         not return in time is in :attr:`Gathered.unanswered` (and logged);
         its thread finishes, or its driver gives up, on its own.  *work* may
         read or write; it runs a second time when the server had dropped a
@@ -485,7 +489,8 @@ class CellLookup:
         """
         chosen = self._cells if cells is None else [self._cell(name) for name in cells]
         gathered = Gathered()
-        answers = {cell.name: answer for cell, answer, _ in self._answers(chosen, work, gathered.unanswered)}
+        waited = self.cell_timeout if timeout is None else timeout
+        answers = {cell.name: answer for cell, answer, _ in self._answers(chosen, work, gathered.unanswered, waited)}
         order = [cell.name for cell in chosen]
         gathered.answers = {name: answers[name] for name in order if name in answers}
         gathered.unanswered.sort(key=order.index)
@@ -508,13 +513,15 @@ class CellLookup:
                 return cell
         raise KeyError("no cell is named %r; the cells are %s" % (name, ", ".join(self.cell_names)))
 
-    def _answers(self, cells: list[_Cell], work: CellWork, unanswered: list[str]) -> Iterator[tuple[_Cell, Any, int]]:
-        """``(cell, answer, still waiting)`` of each of *cells* answering *work* within ``cell_timeout``, as they come.
+    def _answers(
+        self, cells: list[_Cell], work: CellWork, unanswered: list[str], timeout: float
+    ) -> Iterator[tuple[_Cell, Any, int]]:
+        """``(cell, answer, still waiting)`` of each of *cells* answering *work* within *timeout*, as they come.
 
         The others are logged and added to *unanswered*.
         """
         pending = {}
-        deadline = time.monotonic() + self.cell_timeout
+        deadline = time.monotonic() + timeout
         for cell in cells:
             future = cell.submit(work, deadline)
             if future is None:
@@ -541,7 +548,7 @@ class CellLookup:
                     # Those done but not yet handed out are still in pending: the caller may stop here.
                     yield cell, answer, len(pending)
         for cell in pending.values():
-            LOG.warning("cell %s did not answer within %.3g s", cell.name, self.cell_timeout)
+            LOG.warning("cell %s did not answer within %.3g s", cell.name, timeout)
             unanswered.append(cell.name)
 
     def find_id(

@@ -318,3 +318,19 @@ def test_a_cell_that_goes_silent_costs_its_timeout_not_a_hang(cells, backend):
         finally:
             proxy.refuse()  # the threads still waiting on the silent cell get their error
             helper.close()
+
+
+def test_scatter_gather_waits_longer_only_when_told(tmp_path):
+    helper = CellLookup({"c1": "sqlite:///%s" % (tmp_path / "c1.sqlite")}, cell_timeout=0.2)
+
+    def slow(_cell, engine):
+        time.sleep(0.5)  # several statements' worth, each within cell_timeout
+        with engine.connect() as conn:
+            return conn.exec_driver_sql("SELECT 1").scalar()
+
+    try:
+        assert helper.scatter_gather(slow).unanswered == ["c1"]
+        wait_idle(helper)
+        assert helper.scatter_gather(slow, timeout=5).answers == {"c1": 1}
+    finally:
+        helper.close()
