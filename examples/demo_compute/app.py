@@ -255,8 +255,9 @@ class DemoCompute:
         if handler.startswith("cells."):
             assert self.cells_api is not None  # only connected with cells
             args.pop("project_id", None)
-            method = getattr(self.cells_api, handler[len("cells.") :])
-            status, document = method(req, req.environ[MICROVERSION_KEY], **args)
+            status, document = self.cells_api.handle(
+                handler[len("cells.") :], req, req.environ[MICROVERSION_KEY], **args
+            )
             return _json_response(document, status) if document is not None else Response(status=status)
         if "project_id" in args:
             tenant_id = self._tenant(req, args.pop("project_id"))
@@ -433,6 +434,11 @@ def app_factory(global_conf: dict, **local_conf: str) -> DemoCompute:
     ``OS_ID_RESOLVER__CELLS`` win.  ``database_url`` and ``cells`` given in
     the paste section win over both.  An unknown key in the section is an
     error: it is usually a typo.
+
+    The cells are reached with the filter's ``cell_timeout``, ``pool_size``
+    and ``pool_recycle`` (:class:`demo_compute.cells.DemoCells`): building
+    the app waits at most ``cell_timeout`` for cells that are down, however
+    many.
     """
     unknown = sorted(set(local_conf) - {"database_url", "cells"})
     if unknown:
@@ -445,7 +451,13 @@ def app_factory(global_conf: dict, **local_conf: str) -> DemoCompute:
     cells = None
     cell_urls = local_conf.get("cells") or settings.id_resolver.cells
     if cell_urls:
-        demo_cells = DemoCells(parse_cells(cell_urls))
+        resolver = settings.id_resolver
+        demo_cells = DemoCells(
+            parse_cells(cell_urls),
+            cell_timeout=resolver.cell_timeout,
+            pool_size=resolver.pool_size,
+            pool_recycle=resolver.pool_recycle,
+        )
         demo_cells.prepare()
         cells = cells_api.CellsApi(demo_cells)
     return DemoCompute(ServerStore(url), cells, settings.demo_compute.error_format)

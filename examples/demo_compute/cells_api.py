@@ -20,7 +20,12 @@ GET         ``/os-hypervisors/{pattern}/search``            below 2.53 only: the
 ==========  ==============================================  ==================================================
 
 Ids are integers below microversion 2.53 and uuids from 2.53 on, in answers
-and in URLs.  The ``id_resolver`` filter finds the record an id in a URL
+and in URLs.
+
+A cell that does not answer within ``cell_timeout`` is left out of the
+lists, and makes ``503`` (``demo.cells-unavailable``, with ``Retry-After``)
+an answer that rests on it; see :mod:`demo_compute.cells` for the rules
+and how they compare with nova's.  The ``id_resolver`` filter finds the record an id in a URL
 names and hands this module ``environ['tenancy.cell']`` and
 ``environ['tenancy.resource_id']``; it answers ``400`` for an integer id two
 cells share, ``404`` for an unknown one and ``503`` when a cell did not
@@ -38,12 +43,14 @@ The hostname search
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 
 from microversion_parse import Version
 
 from demo_compute.cells import DemoCells
 from tenancy_mw.cells.filter import CELL_KEY, RESOURCE_ID_KEY, RESOURCE_TABLE_KEY
+from tenancy_mw.cells.outcomes import CellsUnavailable
 from tenancy_mw.core.paths import shorten
 
 __all__ = ["ApiError", "CellsApi", "UUID_VERSION"]
@@ -82,6 +89,24 @@ class CellsApi:
 
     def __init__(self, cells: DemoCells) -> None:
         self.cells = cells
+        # As the id_resolver filter's 503: try again once the cells had their time.
+        self._retry_after = str(max(1, math.ceil(cells.lookup.cell_timeout)))
+
+    def handle(self, handler: str, req, version: Version, **args: str) -> tuple[int, dict | None]:
+        """Run the route's *handler* method; a cell that did not answer in time is ``503`` with ``Retry-After``."""
+        try:
+            return getattr(self, handler)(req, version, **args)
+        except CellsUnavailable as exc:
+            raise self.unavailable(exc.cells) from None
+
+    def unavailable(self, cells: list[str]) -> ApiError:
+        """The ``503`` of an answer that rests on *cells*, which did not answer in time."""
+        return ApiError(
+            503,
+            "demo.cells-unavailable",
+            "%d cell database%s did not answer in time. Try again later." % (len(cells), "s" if len(cells) > 1 else ""),
+            (("Retry-After", self._retry_after),),
+        )
 
     #: ``(path after the version or project segment, handler method, methods)`` of each route;
     #: the app connects them under ``/v2.1`` and ``/v2.1/{project_id}``.  The more
@@ -119,8 +144,9 @@ class CellsApi:
     def service_delete(self, req, version: Version, service_id: str) -> tuple[int, dict | None]:
         """``DELETE /os-services/{id}``: ``204``."""
         if service_id in _LEGACY_ACTIONS:
-            raise ApiError(400, "demo.invalid-id", "Invalid %s %r." % (
-                "uuid" if version >= UUID_VERSION else "id", service_id))
+            raise ApiError(
+                400, "demo.invalid-id", "Invalid %s %r." % ("uuid" if version >= UUID_VERSION else "id", service_id)
+            )
         cell, ident = self._resolved(req, service_id, "services")
         if not self.cells.delete_service(cell, ident):
             raise self._gone("service", service_id)
@@ -157,7 +183,8 @@ class CellsApi:
         node = self.cells.node(cell, ident)
         if node is None:
             raise self._gone("hypervisor", segment)
-        return self._hypervisor_view(cell, node, version >= UUID_VERSION, detail=detail)
+        service = self.cells.compute_service(cell, node["host"])
+        return self._hypervisor_view(node, service, version >= UUID_VERSION, detail=detail)
 
     # Shared ------------------------------------------------------------------------------------
 
@@ -213,7 +240,8 @@ class CellsApi:
 
     def _service_list(self, req, uuids: bool) -> list[dict]:
         host, binary = req.GET.get("host"), req.GET.get("binary")
-        return [self._service_view(service, uuids) for _, service in self.cells.services(host, binary)]
+        services, _ = self.cells.services(host, binary)
+        return [self._service_view(service, uuids) for _, service in services]
 
     def _update(self, req, cell: str, ident: int, uuids: bool) -> dict:
         example = '{"status": "disabled", "disabled_reason": "maintenance"}'
@@ -226,8 +254,11 @@ class CellsApi:
         changes = {}
         if "status" in body:
             if body["status"] not in ("enabled", "disabled"):
-                raise ApiError(400, "demo.bad-status",
-                               "status %r is neither 'enabled' nor 'disabled'." % shorten(repr(body["status"])))
+                raise ApiError(
+                    400,
+                    "demo.bad-status",
+                    "status %r is neither 'enabled' nor 'disabled'." % shorten(repr(body["status"])),
+                )
             changes["disabled"] = body["status"] == "disabled"
             changes["disabled_reason"] = None
         if "disabled_reason" in body:
@@ -235,9 +266,11 @@ class CellsApi:
             if body.get("status") != "disabled":
                 raise ApiError(400, "demo.bad-body", "disabled_reason goes only with status 'disabled'.")
             if not isinstance(reason, str) or not reason.strip() or len(reason) > _MAX_REASON:
-                raise ApiError(400, "demo.bad-reason",
-                               "disabled_reason must be 1 to %d characters, not %s." % (_MAX_REASON,
-                                                                                       shorten(repr(reason))))
+                raise ApiError(
+                    400,
+                    "demo.bad-reason",
+                    "disabled_reason must be 1 to %d characters, not %s." % (_MAX_REASON, shorten(repr(reason))),
+                )
             changes["disabled_reason"] = reason
         if "forced_down" in body:
             if not isinstance(body["forced_down"], bool):
@@ -254,12 +287,18 @@ class CellsApi:
         host, binary = body.get("host"), body.get("binary")
         if not isinstance(host, str) or not isinstance(binary, str):
             raise ApiError(400, "demo.bad-body", "Give the service's host and binary, as in %s." % example)
-        found = self.cells.services(host, binary)
+        found, unanswered = self.cells.services(host, binary)
+        if unanswered:
+            # The service may be in a cell that did not answer, or be there too (ambiguous).
+            raise self.unavailable(unanswered)
         if not found:
             raise ApiError(404, "demo.not-found", "No service %s on host %s." % (shorten(binary), shorten(host)))
         if len(found) > 1:
-            raise ApiError(400, "demo.ambiguous-host",
-                           "Host %s has service %s in several cells." % (shorten(host), shorten(binary)))
+            raise ApiError(
+                400,
+                "demo.ambiguous-host",
+                "Host %s has service %s in several cells." % (shorten(host), shorten(binary)),
+            )
         cell, service = found[0]
         if action == "force-down":
             if not isinstance(body.get("forced_down"), bool):
@@ -278,8 +317,8 @@ class CellsApi:
 
     # os-hypervisors -----------------------------------------------------------------------------
 
-    def _hypervisor_view(self, cell: str, node: dict, uuids: bool, detail: bool) -> dict:
-        service = self.cells.compute_service(cell, node["host"])
+    @staticmethod
+    def _hypervisor_view(node: dict, service: dict | None, uuids: bool, detail: bool) -> dict:
         view = {
             "id": node["uuid"] if uuids else node["id"],
             "hypervisor_hostname": node["hypervisor_hostname"],
@@ -301,17 +340,22 @@ class CellsApi:
             shipped = req.GET.get("hypervisor_hostname_pattern")
             spec = req.GET.get("hypervisor_hostname")
             if shipped is not None and spec is not None and shipped != spec:
-                raise ApiError(400, "demo.conflicting-query",
-                               "hypervisor_hostname_pattern %r and hypervisor_hostname %r differ; give one."
-                               % (shorten(shipped), shorten(spec)))
+                raise ApiError(
+                    400,
+                    "demo.conflicting-query",
+                    "hypervisor_hostname_pattern %r and hypervisor_hostname %r differ; give one."
+                    % (shorten(shipped), shorten(spec)),
+                )
             pattern = shipped if shipped is not None else spec
             if pattern is not None and ("limit" in req.GET or "marker" in req.GET):
                 raise ApiError(400, "demo.bad-query", "Paging over a hypervisor hostname search is not supported.")
         return self._matching(pattern, uuids, detail)
 
     def _matching(self, pattern: str | None, uuids: bool, detail: bool) -> list[dict]:
-        nodes = self.cells.nodes(pattern)
+        nodes, unanswered = self.cells.nodes(pattern)
         if pattern is not None and not nodes:
+            if unanswered:
+                # The cells that did not answer may hold a match: not a false 404.
+                raise self.unavailable(unanswered)
             raise ApiError(404, "demo.not-found", "No hypervisor matching %r could be found." % shorten(pattern))
-        return [self._hypervisor_view(cell, node, uuids, detail) for cell, node in nodes]
-
+        return [self._hypervisor_view(node, service, uuids, detail) for _, node, service in nodes]

@@ -9,8 +9,10 @@ settings file for every section::
 
 Each tenancy_mw filter reads its own ``[group]`` of that file (its
 ``oslo_config_project`` support, :mod:`tenancy_mw.core.base`), and the app reads
-``[demo_compute]`` (:data:`OPTS`) and the cells of ``[id_resolver]``, the
-very option the ``id_resolver`` filter reads, so the two never disagree.
+``[demo_compute]`` (:data:`OPTS`) and, of ``[id_resolver]``, the ``cells``,
+``cell_timeout``, ``pool_size`` and ``pool_recycle`` the ``id_resolver``
+filter reads, so the two never disagree on the cells or how long one may
+take to answer.
 
 oslo.config's environment source overrides any value of the file:
 ``OS_<GROUP>__<OPTION>``, e.g. ``OS_DEMO_COMPUTE__DATABASE_URL`` or
@@ -72,7 +74,8 @@ OPTS = [
 # in the demo's own ConfigOpts, so their names, types and defaults stay the
 # library's.
 _SHARED = {
-    IdResolver: ("cells",),
+    # The app reaches the cells as the filter does: the same cells, timeout and pool (demo_compute.cells).
+    IdResolver: ("cells", "cell_timeout", "pool_size", "pool_recycle"),
     TenantAdmin: ("connection",),
     Idempotency: ("backend", "connection"),
 }

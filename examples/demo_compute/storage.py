@@ -19,15 +19,16 @@ tenant deletes them for good, with their tags and tombstones
 :class:`demo_compute.moves.ServerMoves`, the demo's
 :class:`~tenancy_mw.tenants.removal.TenantRemoval`.
 
-Tenant ids and names are arbitrary UTF-8 and compared exactly, byte for
-byte.  SQLite and PostgreSQL compare text that way already.  MySQL and
+Tenant ids and names are arbitrary UTF-8; they and server ids are compared
+exactly, byte for byte (a server id differing only in case is not the
+server's).  SQLite and PostgreSQL compare text that way already.  MySQL and
 MariaDB do not by default: their default collations ignore case, and even
 ``utf8mb4_bin`` ignores trailing spaces (it is a PAD SPACE collation, so
 ``'acme' = 'acme '``), which would let tenant ``acme `` read tenant
 ``acme``'s servers.  So the text columns there use the binary NO PAD
 collation (``utf8mb4_nopad_bin`` on MariaDB, ``utf8mb4_0900_bin`` on
 MySQL 8; :class:`tenancy_mw.core.sql.ExactString`), and a store refuses to start on a ``servers`` table whose
-columns compare any other way.
+columns compare any other way (one an older demo made: its ``id`` columns folded case).
 """
 
 from __future__ import annotations
@@ -129,7 +130,8 @@ class ServerStore:
         self.servers = sa.Table(
             "servers",
             self.metadata,
-            sa.Column("id", sa.String(36), primary_key=True),
+            # Exact: a server id differing only in case is another server's (or none).
+            sa.Column("id", sql.ExactString(36), primary_key=True),
             # The spec: services must set aside 255 characters for a tenant id.
             sa.Column("tenant_id", sql.ExactString(MAX_TENANT_ID_LENGTH), nullable=False, index=True),
             sa.Column("name", sql.ExactString(MAX_NAME_LENGTH), nullable=False),
@@ -144,7 +146,7 @@ class ServerStore:
         self.deleted_servers = sa.Table(
             "deleted_servers",
             self.metadata,
-            sa.Column("id", sa.String(36), primary_key=True),
+            sa.Column("id", sql.ExactString(36), primary_key=True),
             sa.Column("tenant_id", sql.ExactString(MAX_TENANT_ID_LENGTH), nullable=False),
             sa.Column("deleted", sa.DateTime(), nullable=False),
             **sql.table_options(),
@@ -191,18 +193,18 @@ class ServerStore:
 
     def _check_exact_collation(self) -> None:
         query = sa.text(
-            "SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS"
-            " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'servers'"
-            " AND COLUMN_NAME IN ('tenant_id', 'name')"
+            "SELECT CONCAT(TABLE_NAME, '.', COLUMN_NAME), COLLATION_NAME FROM information_schema.COLUMNS"
+            " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('servers', 'deleted_servers')"
+            " AND COLUMN_NAME IN ('id', 'tenant_id', 'name')"
         )
         with self.engine.connect() as conn:
             found = {column: collation for column, collation in conn.execute(query)}
         wrong = {column: collation for column, collation in found.items() if collation not in sql.EXACT_COLLATIONS}
         if wrong:
             # A table made by hand or by an older version: it would mix up
-            # tenants that differ in case or trailing spaces.  Refuse to run.
+            # tenants (or server ids) that differ in case or trailing spaces.  Refuse to run.
             raise RuntimeError(
-                "servers table columns %s use collation %s, which does not compare tenant ids exactly;"
+                "servers table columns %s use collation %s, which does not compare tenant and server ids exactly;"
                 " convert them to %s" % (", ".join(sorted(wrong)), ", ".join(sorted(set(wrong.values()))),
                                          " or ".join(sorted(sql.EXACT_COLLATIONS)))
             )

@@ -7,6 +7,14 @@ which cells did not answer.  :meth:`CellLookup.resolve` turns that into one
 ``(cell, row)`` or an exception, by the rules of the ``id_resolver`` filter
 (:mod:`tenancy_mw.cells.filter`), for service code outside WSGI.
 
+The service's own work in its cells (lists over every cell, reads and
+writes in the cell an id was found in, start-up chores) goes through the
+same engines, threads and deadline: :meth:`CellLookup.scatter_gather` runs
+a function in every cell at once and returns what the cells that answered
+in time said; :meth:`CellLookup.run_in_cell` runs one in one cell, or
+raises :class:`CellsUnavailable`.  A hung or refused cell then costs a
+caller at most ``cell_timeout``, whatever it was asked.
+
 Rules of :meth:`~CellLookup.resolve`
     - by uuid: found in a cell -> that cell (a uuid is unique: the first
       cell that has it answers, without waiting for the others); found
@@ -58,6 +66,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -65,8 +74,9 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from typing import Any
 
 from tenancy_mw.cells.ids import (
@@ -92,8 +102,10 @@ from tenancy_mw.core.sql import sa
 __all__ = [
     "AmbiguousId",
     "CellLookup",
+    "CellWork",
     "CellsUnavailable",
     "Found",
+    "Gathered",
     "InvalidId",
     "MAX_CELL_TIMEOUT",
     "ResolveError",
@@ -148,6 +160,28 @@ def driver_timeouts(url: str | sa.URL, timeout: float) -> dict[str, Any]:
 WAITING_PER_CONNECTION = 4
 
 _TOO_LATE = object()
+
+#: What :meth:`CellLookup.scatter_gather` runs in a cell: ``work(cell_name, engine)``, its answer.
+CellWork = Callable[[str, sa.Engine], Any]
+
+
+def _first_row(statement, params: dict, _cell: str, engine: sa.Engine) -> dict | None:
+    """The first row of *statement* with *params* in the cell of *engine*, as a dict, or ``None``."""
+    with engine.connect() as conn:
+        row = conn.execute(statement, params).mappings().first()
+    return dict(row) if row is not None else None
+
+
+@dataclass
+class Gathered:
+    """What every cell answered to one :meth:`CellLookup.scatter_gather`.
+
+    :ivar answers: ``{cell: answer}`` of the cells that answered in time, in configuration order.
+    :ivar unanswered: the cells that did not answer in time or failed, in configuration order.
+    """
+
+    answers: dict[str, Any] = field(default_factory=dict)
+    unanswered: list[str] = field(default_factory=list)
 
 
 def _cell_engine(url: str, timeout: float, pool_size: int, pool_recycle: int) -> sa.Engine:
@@ -228,14 +262,14 @@ class _Cell:
     def _new_executor(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=self.pool_size, thread_name_prefix="tenancy-cell-" + self.name)
 
-    def submit(self, statement, params: dict, deadline: float):
-        """Queue one lookup on this cell's own threads; ``None`` when the cell is too far behind."""
+    def submit(self, work: CellWork, deadline: float):
+        """Queue *work* on this cell's own threads; ``None`` when the cell is too far behind."""
         with self._lock:
             if self._waiting >= self.max_waiting and time.monotonic() - self._answered_at > self.timeout:
                 return None
             self._waiting += 1
         try:
-            return self.executor.submit(self._ask, statement, params, deadline)
+            return self.executor.submit(self._ask, work, deadline)
         except BaseException:
             self._done()
             raise
@@ -249,18 +283,17 @@ class _Cell:
         """Lookups queued or running on this cell now."""
         return self._waiting
 
-    def _ask(self, statement, params: dict, deadline: float):
-        """The row, ``None``, or :data:`_TOO_LATE`; runs on one of the cell's threads."""
+    def _ask(self, work: CellWork, deadline: float):
+        """What *work* returns, or :data:`_TOO_LATE`; runs on one of the cell's threads."""
         try:
             if time.monotonic() >= deadline:
                 # Whoever asked has given up (the cell was slow): spare the database.
                 return _TOO_LATE
             for attempt in (1, 2):
                 try:
-                    with self.engine.connect() as conn:
-                        row = conn.execute(statement, params).mappings().first()
+                    answer = work(self.name, self.engine)
                     self._answered_at = time.monotonic()
-                    return dict(row) if row is not None else None
+                    return answer
                 except sa.exc.DBAPIError as exc:
                     if attempt == 1 and exc.connection_invalidated:
                         continue  # the server dropped a pooled connection: one fresh try
@@ -418,13 +451,82 @@ class CellLookup:
         for counts as no row.
         """
         found = Found()
-        pending = {}
-        deadline = time.monotonic() + self.cell_timeout
+        work = functools.partial(_first_row, statement, params)
+        for cell, row, waiting in self._answers(self._cells, work, found.unanswered, self.cell_timeout):
+            if row is not None and (accept is None or accept(row)):
+                found.matches.append((cell.name, row))
+            if stop_at_first and found.matches and waiting:
+                found.complete = False
+                return found
+        return found
+
+    def scatter_gather(
+        self, work: CellWork, *, cells: Iterable[str] | None = None, timeout: float | None = None
+    ) -> Gathered:
+        """Run ``work(cell_name, engine)`` in every cell (or those named in *cells*) at once.
+
+        Waits at most *timeout* seconds (``cell_timeout`` unless given: more
+        for work of many statements, each of which the drivers still bound by
+        ``cell_timeout``), as :meth:`find` does, on the cells' own threads and
+        engines, so every connect and query has the drivers' timeouts (module
+        doc).  A cell whose *work* raised or did
+        not return in time is in :attr:`Gathered.unanswered` (and logged);
+        its thread finishes, or its driver gives up, on its own.  *work* may
+        read or write; it runs a second time when the server had dropped a
+        pooled connection it was given, so it must be safe to repeat (a
+        read, a write that checks, a transaction), and it should use one
+        connection at a time (a cell has ``pool_size``).
+
+        Example::
+
+            >>> lookup = CellLookup({"cell1": "sqlite://", "cell2": "sqlite://"})
+            >>> def one(cell, engine):
+            ...     with engine.connect() as conn:
+            ...         return conn.exec_driver_sql("SELECT 1").scalar()
+            >>> lookup.scatter_gather(one)
+            Gathered(answers={'cell1': 1, 'cell2': 1}, unanswered=[])
+            >>> lookup.close()
+        """
+        chosen = self._cells if cells is None else [self._cell(name) for name in cells]
+        gathered = Gathered()
+        waited = self.cell_timeout if timeout is None else timeout
+        answers = {cell.name: answer for cell, answer, _ in self._answers(chosen, work, gathered.unanswered, waited)}
+        order = [cell.name for cell in chosen]
+        gathered.answers = {name: answers[name] for name in order if name in answers}
+        gathered.unanswered.sort(key=order.index)
+        return gathered
+
+    def run_in_cell(self, cell: str, work: CellWork) -> Any:
+        """What ``work(cell, engine)`` returns in *cell*, within ``cell_timeout``.
+
+        Raises :class:`CellsUnavailable` when the cell did not answer in time
+        or *work* failed (the failure is logged); see :meth:`scatter_gather`.
+        """
+        gathered = self.scatter_gather(work, cells=[cell])
+        if gathered.unanswered:
+            raise CellsUnavailable("cell %s did not answer" % cell, gathered.unanswered)
+        return gathered.answers[cell]
+
+    def _cell(self, name: str) -> _Cell:
         for cell in self._cells:
-            future = cell.submit(statement, params, deadline)
+            if cell.name == name:
+                return cell
+        raise KeyError("no cell is named %r; the cells are %s" % (name, ", ".join(self.cell_names)))
+
+    def _answers(
+        self, cells: list[_Cell], work: CellWork, unanswered: list[str], timeout: float
+    ) -> Iterator[tuple[_Cell, Any, int]]:
+        """``(cell, answer, still waiting)`` of each of *cells* answering *work* within *timeout*, as they come.
+
+        The others are logged and added to *unanswered*.
+        """
+        pending = {}
+        deadline = time.monotonic() + timeout
+        for cell in cells:
+            future = cell.submit(work, deadline)
             if future is None:
                 LOG.warning("cell %s: %d lookups waiting already; counted as not answering", cell.name, cell.busy)
-                found.unanswered.append(cell.name)
+                unanswered.append(cell.name)
             else:
                 pending[future] = cell
         while pending:
@@ -435,22 +537,19 @@ class CellLookup:
             for future in done:
                 cell = pending.pop(future)
                 try:
-                    row = future.result()
+                    answer = future.result()
                 except Exception as exc:  # noqa: BLE001 - any failure of a cell is "did not answer"
                     LOG.warning("cell %s did not answer: %s", cell.name, sql.error_summary(exc))
-                    found.unanswered.append(cell.name)
+                    unanswered.append(cell.name)
                     continue
-                if row is _TOO_LATE:
-                    found.unanswered.append(cell.name)
-                elif row is not None and (accept is None or accept(row)):
-                    found.matches.append((cell.name, row))
-            if stop_at_first and found.matches:
-                found.complete = not pending
-                return found
+                if answer is _TOO_LATE:
+                    unanswered.append(cell.name)
+                else:
+                    # Those done but not yet handed out are still in pending: the caller may stop here.
+                    yield cell, answer, len(pending)
         for cell in pending.values():
-            LOG.warning("cell %s did not answer within %.3g s", cell.name, self.cell_timeout)
-            found.unanswered.append(cell.name)
-        return found
+            LOG.warning("cell %s did not answer within %.3g s", cell.name, timeout)
+            unanswered.append(cell.name)
 
     def find_id(
         self,

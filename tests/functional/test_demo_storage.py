@@ -170,11 +170,11 @@ def test_mariadb_columns_compare_exactly_whatever_the_database_default(mariadb_u
             query = sa.text(
                 "SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS"
                 " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'servers'"
-                " AND COLUMN_NAME IN ('tenant_id', 'name')"
+                " AND COLUMN_NAME IN ('id', 'tenant_id', 'name')"
             )
             columns = {column: collation for column, collation in conn.execute(query)}
         assert default != "utf8mb4_nopad_bin"  # the session database keeps the server's default
-        assert columns == {"tenant_id": "utf8mb4_nopad_bin", "name": "utf8mb4_nopad_bin"}
+        assert columns == {"id": "utf8mb4_nopad_bin", "tenant_id": "utf8mb4_nopad_bin", "name": "utf8mb4_nopad_bin"}
     finally:
         store.close()
         engine.dispose()

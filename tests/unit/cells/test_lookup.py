@@ -245,3 +245,92 @@ def test_a_lookup_refuses_limits_it_cannot_keep(kwargs, message):
 def test_a_tenant_owned_lookup_needs_the_tenant(lookup):
     with pytest.raises(ValueError, match="tenant id"):
         lookup.resolve("services", 5, by_uuid=False, tenant_column="host")
+
+
+# The service's own work in its cells: scatter_gather and run_in_cell ---------------------------------
+
+
+def count_services(_cell, engine):
+    with engine.connect() as conn:
+        return conn.exec_driver_sql("SELECT COUNT(*) FROM services").scalar()
+
+
+def test_scatter_gather_answers_per_cell_in_order_and_names_the_cells_that_did_not(cells):
+    helper = CellLookup(dict(cells, down=closed_port_url("mariadb")), cell_timeout=2)
+    try:
+        gathered = helper.scatter_gather(count_services)
+        assert gathered.answers == {"c-sqlite": 3, "c-pg": 2, "c-maria": 3}
+        assert list(gathered.answers) == ["c-sqlite", "c-pg", "c-maria"]
+        assert gathered.unanswered == ["down"]
+        only = helper.scatter_gather(lambda cell, engine: cell, cells=["c-maria", "c-pg"])
+        assert (only.answers, only.unanswered) == ({"c-pg": "c-pg", "c-maria": "c-maria"}, [])
+        with pytest.raises(KeyError, match="nowhere"):
+            helper.scatter_gather(count_services, cells=["nowhere"])
+        with pytest.raises(CellsUnavailable) as down:
+            helper.run_in_cell("down", count_services)
+        assert down.value.cells == ["down"]
+        wait_idle(helper)
+    finally:
+        helper.close()
+
+
+def test_run_in_cell_writes_and_a_failing_work_is_not_answering(cells, caplog):
+    helper = CellLookup(cells, cell_timeout=3)
+
+    def rename(_cell, engine):
+        with engine.begin() as conn:
+            return conn.exec_driver_sql("UPDATE services SET host = 'renamed' WHERE id = 5").rowcount
+
+    def broken(_cell, engine):
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT * FROM no_such_table")
+
+    try:
+        assert helper.run_in_cell("c-maria", rename) == 1
+        assert helper.resolve("services", 5, by_uuid=False).row["host"] == "renamed"
+        with pytest.raises(CellsUnavailable):
+            helper.run_in_cell("c-pg", broken)
+        assert any("cell c-pg did not answer" in r.getMessage() for r in caplog.records)
+        wait_idle(helper)
+    finally:
+        with helper.engines["c-maria"].begin() as conn:
+            conn.exec_driver_sql("UPDATE services SET host = 'c-maria-5' WHERE id = 5")
+        helper.close()
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mariadb"])
+def test_a_cell_that_goes_silent_costs_its_timeout_not_a_hang(cells, backend):
+    from tests.support.cells import BACKEND_OF, CellProxy
+
+    (name,) = [cell for cell, kind in BACKEND_OF.items() if kind == backend]
+    with CellProxy(cells[name]) as proxy:
+        helper = CellLookup({"c-sqlite": cells["c-sqlite"], "flaky": proxy.url}, cell_timeout=0.5)
+        try:
+            assert helper.scatter_gather(count_services).unanswered == []
+            proxy.go_silent()
+            started = time.monotonic()
+            gathered = helper.scatter_gather(count_services)
+            with pytest.raises(CellsUnavailable):
+                helper.run_in_cell("flaky", count_services)
+            # Liveness, not speed: two waits of 0.5 s, nowhere near a hang.
+            assert time.monotonic() - started < 4
+            assert (gathered.answers, gathered.unanswered) == ({"c-sqlite": 3}, ["flaky"])
+        finally:
+            proxy.refuse()  # the threads still waiting on the silent cell get their error
+            helper.close()
+
+
+def test_scatter_gather_waits_longer_only_when_told(tmp_path):
+    helper = CellLookup({"c1": "sqlite:///%s" % (tmp_path / "c1.sqlite")}, cell_timeout=0.2)
+
+    def slow(_cell, engine):
+        time.sleep(0.5)  # several statements' worth, each within cell_timeout
+        with engine.connect() as conn:
+            return conn.exec_driver_sql("SELECT 1").scalar()
+
+    try:
+        assert helper.scatter_gather(slow).unanswered == ["c1"]
+        wait_idle(helper)
+        assert helper.scatter_gather(slow, timeout=5).answers == {"c1": 1}
+    finally:
+        helper.close()
