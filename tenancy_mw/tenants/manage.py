@@ -91,8 +91,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     purge.add_argument("--dry-run", action="store_true", help="report what would be purged; remove nothing")
     purge.set_defaults(func=_purge)
+    manage.needs_tables(purge, "tenants")
 
     show = verbs.add_parser("show", help="print one tenant's registry entry as JSON")
     manage.add_url_argument(show)
     show.add_argument("tenant_id")
     show.set_defaults(func=_show)
+    manage.needs_tables(show, "tenants")
