@@ -222,9 +222,10 @@ class Microversions(NamedTuple):
 
     def requested(self, environ: Mapping[str, object]) -> microversion_parse.Version | None:
         """The version *environ*'s request asks for (``None``: none); raises :class:`VersionRefused`."""
-        keys = [header_environ_key(name) for name in self.header_names]
+        # Only the version headers, and only as the strings PEP 3333 makes them (a bad environ's are ignored).
+        found = {key: environ.get(key) for key in map(header_environ_key, self.header_names)}
         return requested_version(
-            {key: environ[key] for key in keys if key in environ},
+            {key: value for key, value in found.items() if isinstance(value, str)},
             self.service_type,
             maximum=self.maximum,
             minimum=self.minimum,

@@ -192,3 +192,9 @@ def test_id_resolvers_own_vary_is_not_repeated():
         assert _one(answer, "OpenStack-API-Version") == "compute 2.26"
     finally:
         resolver.lookup.close()
+
+
+def test_a_header_that_is_not_a_string_is_not_read():
+    """An environ PEP 3333 does not allow (bytes for a header) still gets an answer: as if it named no version."""
+    environ = {"PATH_INFO": "/v2.1/acme", "HTTP_OPENSTACK_API_VERSION": b"compute 2.26"}
+    assert Microversions.parse(NOVA).answer_headers(environ) == served_at("2.1")
