@@ -110,10 +110,18 @@ lint: $(STAMP)-lint
 format: $(STAMP)-lint
 	$(BIN)/ruff format $(LINT_PATHS)
 
-# The other Pythons' virtualenvs are installed while the main suite runs (pip
-# waits on disk and network more than on the CPU); their suites run after it.
 test: $(STAMP)-test programs services lint docs-check openstack-venv
-	@$(MAKE) --no-print-directory -j3 test-main venv-pythons
+	@$(MAKE) --no-print-directory test-suites
+
+# The other Pythons' virtualenvs are installed while the main suite runs (pip
+# waits on disk and network more than on the CPU); their suites run after it,
+# only when it passed.  When it failed, say which suites did not run.
+NOT_RUN = $(if $(OTHER_PYTHONS),$(foreach v,$(OTHER_PYTHONS),python$(v)),none)
+.PHONY: test-suites
+test-suites:
+	@$(MAKE) --no-print-directory -j3 test-main venv-pythons || { \
+	  echo "make test: the suite on $(PYTHON) (Python $(PY_VERSION)) failed; not run: the suites on" \
+	    "$(NOT_RUN) (make test-pythons runs them)" >&2; exit 1; }
 	@$(MAKE) --no-print-directory test-pythons
 
 .PHONY: test-main

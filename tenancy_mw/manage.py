@@ -26,7 +26,10 @@ returning the exit status.  A new capability with verbs adds its
 ``--url`` may be left out when ``$TENANCY_MW_DATABASE_URL`` is set.  The
 command exits 0 on success, 1 when the work failed (a database that cannot
 be reached, say), 2 on a usage error; errors are one line on standard
-error, never a traceback.
+error, never a traceback.  A verb run on a database without the library's
+tables says so and names the ``db upgrade`` command that creates them,
+with the ``--component`` the verb needs (:func:`needs_tables`), whatever
+the database: this module catches that error for every verb.
 
 The database verbs need the ``sql`` extra (SQLAlchemy, alembic), imported
 when one runs; without it they say which extra to install.  The ``paste``
@@ -48,6 +51,7 @@ import argparse
 import importlib
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -60,6 +64,7 @@ __all__ = [
     "add_url_argument",
     "build_parser",
     "main",
+    "needs_tables",
     "require_url",
 ]
 
@@ -104,6 +109,17 @@ def require_url(args: argparse.Namespace) -> str:
     return args.url
 
 
+def needs_tables(parser: argparse.ArgumentParser, component: str) -> None:
+    """Declare that the verb of *parser* works on the tables of migration *component* (``tenants``, ...).
+
+    On a database without them, the verb fails in one line naming
+    ``tenancy-mw-manage db upgrade --url URL --component COMPONENT``; the
+    missing table is recognised once, for every verb, by :func:`main`
+    (:func:`tenancy_mw.core.sql.missing_table`).
+    """
+    parser.set_defaults(tables_of=component)
+
+
 #: The name the verb modules used before :func:`require_url` was public; it stays.
 _require_url = require_url
 
@@ -130,8 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _failure_status(exc: Exception) -> int | None:
-    """Report a known failure in one line and return the exit status; None for anything else."""
+def _failure_status(exc: Exception, args: argparse.Namespace) -> int | None:
+    """Report a known failure of the verb *args* ran in one line and return the exit status; None for anything else."""
     # The SQL modules are imported only by the verbs that use them: look for them, never import them here.
     migrations = sys.modules.get("tenancy_mw.migrations")
     sqlalchemy_exc = sys.modules.get("sqlalchemy.exc")
@@ -141,6 +157,10 @@ def _failure_status(exc: Exception) -> int | None:
     if sqlalchemy_exc and isinstance(exc, sqlalchemy_exc.SQLAlchemyError):
         from tenancy_mw.core import sql
 
+        table = sql.missing_table(exc)
+        if table is not None:
+            print("tenancy-mw-manage: %s" % _missing_tables(table, args), file=sys.stderr)
+            return 1
         # One line: the database's own message, without SQLAlchemy's traceback.
         print("tenancy-mw-manage: database error: %s" % sql.error_summary(exc), file=sys.stderr)
         return 1
@@ -149,6 +169,24 @@ def _failure_status(exc: Exception) -> int | None:
         print("tenancy-mw-manage: %s" % exc, file=sys.stderr)
         return 1
     return None
+
+
+def _missing_tables(table: str, args: argparse.Namespace) -> str:
+    """What a verb that found *table* missing says: the library's tables are not there, and what makes them."""
+    from tenancy_mw.core.sql import sa
+
+    given = sa.engine.make_url(args.url)
+    # Shown as given, to copy, but never a password.
+    url = given.render_as_string(hide_password=bool(given.password))
+    component = getattr(args, "tables_of", None)
+    command = "tenancy-mw-manage db upgrade --url %s" % shlex.quote(url)
+    if component:
+        command += " --component %s" % component
+    missing = "has no table %s" % table if table else "lacks a table"
+    return "the database %s: tenancy_mw's tables are not there (or not up to date); create them with: %s" % (
+        missing,
+        command,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -166,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except Exception as exc:
-        status = _failure_status(exc)
+        status = _failure_status(exc, args)
         if status is None:
             raise
         return status

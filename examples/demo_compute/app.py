@@ -27,7 +27,9 @@ Requests under ``/v2.1`` are served at the microversion the client asks
 for (:mod:`demo_compute.microversions`: ``2.1`` to ``2.53``, nova's headers,
 ``400`` malformed, ``406`` out of range); every answer there carries it in
 ``OpenStack-API-Version`` and ``X-OpenStack-Nova-API-Version``, with
-``Vary``, and the version document advertises the range.  Handlers read it
+``Vary`` (those ``400`` and ``406`` ``Vary`` alone), and the version
+document advertises the range.  The filters in front say the same in their
+own answers (their ``microversions`` option, the same range).  Handlers read it
 from ``environ['demo_compute.microversion']``.
 
 The body of a create is ``{"server": {"name": "web1"}}``.  A server is
@@ -143,7 +145,8 @@ class DemoCompute:
 
         def start_response(status, headers, exc_info=None):
             # Every answer under /v2.1, errors included, says the version it
-            # was served at, as nova's do.
+            # was served at, as nova's do (none for a version it cannot
+            # serve: Vary alone, as the filters' answers say too).
             if MICROVERSION_KEY in environ:
                 headers = list(headers) + microversions.response_headers(environ[MICROVERSION_KEY])
             return server_start_response(status, headers, exc_info)

@@ -93,7 +93,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +115,7 @@ from tenancy_mw.cells.ids import (
 from tenancy_mw.cells.outcomes import AmbiguousId, CellsUnavailable, Lookup, RecordNotFound, Resolved, outcome
 from tenancy_mw.core.base import TenancyMiddleware
 from tenancy_mw.core.errors import Refusal
+from tenancy_mw.core.microversions import is_header_name
 from tenancy_mw.core.paths import CanonicalPath, PathRefused, canonical_path, shorten
 from tenancy_mw.tenants.ids import TenantLayout, UnknownPathSegment, find_version, tenant_layout_opts
 from tenancy_mw.tenants.path_filter import (
@@ -274,7 +274,7 @@ class IdResolver(TenancyMiddleware):
                     "min_microversion", options.min_microversion, "it must be below uuid_microversion"
                 )
         header = options.legacy_version_header
-        if header is not None and not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+", header):
+        if header is not None and not is_header_name(header):
             raise self.config_error("legacy_version_header", header, "not an HTTP header name")
         self.legacy_headers = [header] if header else []
         # Only the version headers are handed to microversion-parse, not every HTTP_ key.

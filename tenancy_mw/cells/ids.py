@@ -35,7 +35,8 @@ Microversions
     :func:`requested_version` reads the version with microversion-parse
     (``get_version`` then ``parse_version_string``) and places it in the
     service's range; :class:`VersionRefused` carries 400 (malformed) or 406
-    (out of range).
+    (out of range).  Both are :mod:`tenancy_mw.core.microversions`' (every
+    filter's error answers carry version headers), importable from here too.
 
 Example::
 
@@ -57,6 +58,8 @@ from dataclasses import dataclass
 
 import microversion_parse
 
+from tenancy_mw.core import microversions
+from tenancy_mw.core.microversions import VersionRefused, requested_version
 from tenancy_mw.core.paths import Refused, shorten
 
 __all__ = [
@@ -92,11 +95,6 @@ _CELL_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ID_PLACEHOLDER = "{id}"
 _RESOURCE_FORM = "ROUTE TABLE ID_COLUMN UUID_COLUMN [except=WORD,...] [tenant=COLUMN]"
-_VERSION_TEXT = re.compile(r"\s*[0-9]+\s*\.\s*[0-9]+\s*")
-# A requested version, as nova's APIVersionRequest takes it: ASCII digits, no sign, no leading
-# zero.  parse_version_string is int() on each side, which also takes "+2", "5_3", " 53" and
-# Unicode digits: a filter reading 2.53 where the service reads a malformed version.
-_REQUESTED_VERSION = re.compile(r"(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)", re.ASCII)
 
 
 class InvalidId(Refused):
@@ -109,19 +107,6 @@ class InvalidId(Refused):
 
 class SpecError(ValueError):
     """A cell list, resource line or version in a configuration that cannot be used."""
-
-
-class VersionRefused(ValueError):
-    """A requested microversion that cannot be served.
-
-    :ivar status: 400 (malformed) or 406 (above the maximum or below the minimum).
-    :ivar detail: a sentence for the client, naming the value.
-    """
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
 
 
 def looks_like_uuid(text: str) -> bool:
@@ -390,9 +375,10 @@ def _resource_options(fields: list[str], line: str) -> dict[str, str]:
 
 def parse_version(text: str) -> microversion_parse.Version:
     """``X.Y`` as a Version, with microversion-parse; :class:`SpecError` if malformed."""
-    if not isinstance(text, str) or not _VERSION_TEXT.fullmatch(text):
-        raise SpecError("%r is not a version of the form X.Y" % (text,))
-    return microversion_parse.parse_version_string(text)
+    try:
+        return microversions.parse_version(text)
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def parse_service_version(text: str) -> tuple[str, microversion_parse.Version]:
@@ -401,54 +387,3 @@ def parse_service_version(text: str) -> tuple[str, microversion_parse.Version]:
     if len(fields) != 2:
         raise SpecError("%r is not of the form 'SERVICE_TYPE X.Y' (for example 'compute 2.53')" % (text,))
     return fields[0], parse_version(fields[1])
-
-
-def requested_version(
-    headers: Mapping[str, str],
-    service_type: str,
-    *,
-    maximum: microversion_parse.Version,
-    minimum: microversion_parse.Version | None = None,
-    legacy_headers: Iterable[str] = (),
-) -> microversion_parse.Version | None:
-    """The microversion a request asks for, placed in the service's range.
-
-    *headers* may be a WSGI ``environ`` or its ``HTTP_*`` keys.  Returns
-    ``None`` when no header names a version (the service's minimum),
-    *maximum* for ``latest`` (any case).  Raises :class:`VersionRefused`:
-    400 for a malformed version, 406 for one above *maximum* or below
-    *minimum*.  Well-formed is ``X.Y`` in ASCII digits without sign or
-    leading zero, as nova takes it (``2.0`` yes; ``2.053``, ``+2.53``,
-    ``2.5_3``, ``2 . 53``, Unicode digits no), spaces around it allowed.
-
-    Example::
-
-        >>> from microversion_parse import Version
-        >>> requested_version({"HTTP_OPENSTACK_API_VERSION": "compute latest"}, "compute",
-        ...                   maximum=Version(2, 90))
-        Version(major=2, minor=90)
-    """
-    requested = microversion_parse.get_version(dict(headers), service_type, legacy_headers=list(legacy_headers))
-    if requested is None:
-        return None
-    requested = requested.strip()
-    if requested.lower() == "latest":
-        return maximum
-    version = None
-    if _REQUESTED_VERSION.fullmatch(requested):
-        try:
-            version = microversion_parse.parse_version_string(requested)
-        except TypeError:
-            version = None
-    if version is None:
-        raise VersionRefused(
-            400,
-            "Version %r is not of the form X.Y (for example %s) or 'latest'." % (shorten(requested, 40), maximum),
-        )
-    if version > maximum or (minimum is not None and version < minimum):
-        raise VersionRefused(
-            406,
-            "Version %s is not supported by the API. Minimum is %s and maximum is %s."
-            % (version, minimum if minimum is not None else "unset", maximum),
-        )
-    return version

@@ -75,6 +75,7 @@ from oslo_config import cfg
 from oslo_middleware import base as oslo_base
 
 from tenancy_mw.core import errors
+from tenancy_mw.core.microversions import Microversions, add_headers
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -109,6 +110,15 @@ COMMON_OPTS: list[cfg.Opt] = [
             ("nova", 'nova\'s legacy fault body: {"badRequest": {"code", "message"}}'),
         ],
         help="Shape of the JSON error bodies this filter sends, to match the wrapped service's own.",
+    ),
+    cfg.StrOpt(
+        "microversions",
+        default="",
+        help="The wrapped service's microversions, so this filter's error answers carry the version headers "
+        "the service's own answers carry: VERSION_SEGMENT SERVICE_TYPE MIN MAX [LEGACY_HEADER], e.g. "
+        "'v2.1 compute 2.1 2.95 X-OpenStack-Nova-API-Version'. An answer under that version segment names the "
+        "version the request asks for (MIN when none, MAX for latest) in OpenStack-API-Version and the legacy "
+        "header, with Vary on them; for a version the service cannot serve, Vary alone. Empty: no version headers.",
     ),
 ]
 
@@ -228,7 +238,18 @@ class TenancyMiddleware(_ConfigurableMiddleware):
         #: The option values this instance runs with, by name.
         self.options = types.SimpleNamespace(**values)
         self.error_format = self.options.error_format
+        #: The service's microversions, for the version headers of this filter's errors (``None``: none).
+        self.microversions = self._microversions(self.options.microversions)
         self.configure(self.options)
+
+    def _microversions(self, value: str) -> Microversions | None:
+        """The ``microversions`` option parsed; :class:`ConfigError` naming it when it cannot be."""
+        if not value or not value.strip():
+            return None
+        try:
+            return Microversions.parse(value)
+        except ValueError as exc:
+            raise self.config_error("microversions", value, str(exc)) from None
 
     def _take_deprecated_names(self, all_opts: Iterable[cfg.Opt], known: set[str]) -> None:
         """Read a paste/dict key under an option's old name as the option, logging a deprecation.
@@ -308,18 +329,42 @@ class TenancyMiddleware(_ConfigurableMiddleware):
         detail: str,
         headers: tuple = (),
     ) -> list[bytes]:
-        """Answer with a JSON error in this filter's ``error_format``."""
+        """Answer with a JSON error in this filter's ``error_format`` (and its ``microversions``' headers)."""
         return errors.render_error(
-            environ, start_response, status, code, detail, error_format=self.error_format, headers=headers
+            environ,
+            start_response,
+            status,
+            code,
+            detail,
+            error_format=self.error_format,
+            headers=self.answer_headers(environ, headers),
         )
 
     def answer(self, environ: dict, start_response: Callable, refusal: errors.Refusal) -> list[bytes]:
         """Answer with *refusal* (a :class:`~tenancy_mw.core.errors.Refusal` caught at the top), in ``error_format``."""
-        return errors.render_refusal(environ, start_response, refusal, error_format=self.error_format)
+        return self.error(environ, start_response, refusal.status, refusal.code, refusal.detail, refusal.headers)
 
     def refuse_path(self, environ: dict, start_response: Callable, refused: PathRefused) -> list[bytes]:
         """Answer a request whose path has no canonical form: *refused*'s status, ``tenancy.bad-path.<rule>``."""
-        return errors.render_path_refusal(environ, start_response, refused, error_format=self.error_format)
+        return errors.render_path_refusal(
+            environ,
+            start_response,
+            refused,
+            error_format=self.error_format,
+            headers=self.answer_headers(environ, ()),
+        )
+
+    def answer_headers(self, environ: dict, headers: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+        """*headers* of an error answer, with the service's version headers and ``Vary`` when ``microversions`` is set.
+
+        Every answer of this filter goes through here (:meth:`error`, :meth:`answer`,
+        :meth:`refuse_path`): so a filter's answer under a microversioned mount says the version the
+        service would have served the request at, as the service's own answers do
+        (:mod:`tenancy_mw.core.microversions`).
+        """
+        if self.microversions is None:
+            return tuple(headers)
+        return add_headers(headers, self.microversions.answer_headers(environ))
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         """Pass the request on; subclasses override this with their plain-WSGI work."""

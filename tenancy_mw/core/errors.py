@@ -185,14 +185,22 @@ def render_refusal(
 
 
 def render_path_refusal(
-    environ: dict, start_response: Callable, refused: PathRefused, *, error_format: str = "api-wg"
+    environ: dict,
+    start_response: Callable,
+    refused: PathRefused,
+    *,
+    error_format: str = "api-wg",
+    headers: Iterable[tuple[str, str]] = (),
 ) -> list[bytes]:
     """Answer a request whose path has no canonical form, as every filter does.
 
     The status is *refused*'s (``400``, or ``414`` for a request target
     over a filter's limit), the code ``tenancy.bad-path.<rule>``, the
-    detail *refused*'s sentence.  Filters call it through
+    detail *refused*'s sentence; *headers* are extra response headers.
+    Filters call it through
     :meth:`~tenancy_mw.core.base.TenancyMiddleware.refuse_path`.
     """
     code = BAD_PATH_CODE + "." + refused.rule
-    return render_error(environ, start_response, refused.status, code, refused.detail, error_format=error_format)
+    return render_error(
+        environ, start_response, refused.status, code, refused.detail, error_format=error_format, headers=headers
+    )

@@ -74,6 +74,8 @@ __all__ = [
     "canonical_path",
     "check_target_length",
     "compile_version_pattern",
+    "find_version",
+    "header_environ_key",
     "max_target_length_opt",
     "raw_request_path",
     "remember_rewrite",
@@ -201,6 +203,44 @@ def compile_version_pattern(pattern: object, *, ignore_case: bool = False) -> re
     if compiled.fullmatch(""):
         raise ValueError("it matches an empty segment")
     return compiled
+
+
+def find_version(segments: tuple[str, ...], pattern: re.Pattern, prefix_length: int = 0) -> int:
+    """Index of the service's version segment in *segments*, or -1.
+
+    The first *prefix_length* segments are the mount point (``SCRIPT_NAME``).
+    The service's own mount is the end of it: what comes before was put
+    there by whatever routed the request earlier, a client's
+    ``X-Forwarded-Prefix`` included (oslo.middleware's
+    ``http_proxy_to_wsgi`` prepends it to ``SCRIPT_NAME``).  So the version
+    is the mount's last segment when *pattern* matches it (an app mounted
+    at its version, as nova's urlmap mounts ``/v2.1``), else the first
+    segment after the mount when it matches (an app mounted at the root or
+    above its version).  A version-like segment earlier in the mount is
+    never the version, and the segment after the version is never inside
+    the mount: a tenant read there would not be the one the app routes.
+
+    Example::
+
+        >>> version = re.compile(DEFAULT_VERSION_PATTERN)
+        >>> find_version(("v1", "aaaa", "v2.1", "servers"), version, 3)
+        2
+        >>> find_version(("compute", "v2.1", "servers"), version, 1)
+        1
+        >>> find_version(("v1", "aaaa", "servers"), version, 2)
+        -1
+    """
+    match = pattern.fullmatch
+    if 0 < prefix_length <= len(segments) and match(segments[prefix_length - 1]):
+        return prefix_length - 1
+    if 0 <= prefix_length < len(segments) and match(segments[prefix_length]):
+        return prefix_length
+    return -1
+
+
+def header_environ_key(name: str) -> str:
+    """The WSGI ``environ`` key of request header *name*: ``X-Tenant-Id`` -> ``HTTP_X_TENANT_ID``."""
+    return "HTTP_" + name.upper().replace("-", "_")
 
 
 def target_length(environ: dict) -> int:

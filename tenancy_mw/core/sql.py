@@ -39,6 +39,7 @@ Example::
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from typing import Any
 
@@ -63,6 +64,7 @@ __all__ = [
     "error_summary",
     "is_mysql",
     "is_retryable",
+    "missing_table",
     "table_options",
 ]
 
@@ -249,3 +251,44 @@ def is_retryable(exc: BaseException, *, duplicate_key: bool = False, lock_wait: 
 def _is_sqlite_locked(orig: BaseException) -> bool:
     """SQLite's busy timeout ran out: "database is locked" (or "... table is locked")."""
     return isinstance(orig, sqlite3.OperationalError) and "is locked" in str(orig)
+
+
+#: SQLSTATE (PostgreSQL) of a statement on a table that does not exist (``undefined_table``).
+MISSING_TABLE_SQLSTATES = frozenset({"42P01"})
+#: MySQL/MariaDB error number of the same (``ER_NO_SUCH_TABLE``).
+MISSING_TABLE_MYSQL_ERRORS = frozenset({1146})
+# The table each backend's message names: PostgreSQL's relation, MySQL's schema.table, SQLite's.
+_MISSING_TABLE_NAMES = (
+    re.compile(r'relation "(?:[^"]+"\.")?([^"]+)" does not exist'),
+    re.compile(r"Table '(?:[^'.]*\.)?([^']+)' doesn't exist"),
+    re.compile(r"no such table: (?:\w+\.)?(\S+)"),
+)
+
+
+def missing_table(exc: BaseException) -> str | None:
+    """The table a statement failed on because it does not exist, or ``None`` for any other error.
+
+    *exc* is a SQLAlchemy error (its driver error is read) or a driver error:
+    PostgreSQL SQLSTATE ``42P01``, MySQL/MariaDB error 1146, SQLite's
+    ``no such table``.  The name is the one the database's message gives
+    (``""`` when it gives none it can be read from).
+
+    Example::
+
+        >>> missing_table(sqlite3.OperationalError("no such table: tenancy_tenants"))
+        'tenancy_tenants'
+        >>> missing_table(sqlite3.OperationalError("database is locked")) is None
+        True
+    """
+    orig = getattr(exc, "orig", None) or exc
+    state = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
+    args: tuple = tuple(getattr(orig, "args", ()))
+    errno = args[0] if args and isinstance(args[0], int) else None
+    missing = state in MISSING_TABLE_SQLSTATES or errno in MISSING_TABLE_MYSQL_ERRORS
+    if not missing and not (isinstance(orig, sqlite3.OperationalError) and "no such table" in str(orig)):
+        return None
+    for pattern in _MISSING_TABLE_NAMES:
+        found = pattern.search(str(orig))
+        if found:
+            return found.group(1)
+    return ""

@@ -16,22 +16,17 @@ import argparse
 
 from tenancy_mw import manage  # first: without the sql extra, it names it
 from tenancy_mw.core import sql
-from tenancy_mw.core.sql import sa
 
 __all__ = ["register"]
 
 
 def _purge(args: argparse.Namespace) -> int:
-    from tenancy_mw.idempotency.sql_store import TABLE_NAME, purge_expired
+    from tenancy_mw.idempotency.sql_store import purge_expired
 
     url = manage.require_url(args)  # the shared check: a URL given, and well formed
     engine = sql.create_engine(url)
     try:
-        if not sa.inspect(engine).has_table(TABLE_NAME):
-            raise manage.CommandError(
-                "no %s table in this database: create it with 'tenancy-mw-manage db upgrade --url URL "
-                "--component idempotency'" % TABLE_NAME
-            )
+        # Without its table, manage.main says so and names db upgrade (needs_tables below).
         deleted = purge_expired(engine)
     finally:
         engine.dispose()
@@ -46,3 +41,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     purge = verbs.add_parser("purge", help="delete expired token records")
     manage.add_url_argument(purge)
     purge.set_defaults(func=_purge)
+    manage.needs_tables(purge, "idempotency")

@@ -46,6 +46,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
+# find_version is core.paths' (the core's microversion headers read the version segment too); it stays
+# importable from here, where it was defined first.
 from tenancy_mw.core.paths import (
     DEFAULT_VERSION_PATTERN,
     SAFE_IN_SEGMENT,
@@ -53,6 +55,7 @@ from tenancy_mw.core.paths import (
     Refused,
     canonicalize,
     compile_version_pattern,
+    find_version,
     shorten,
     target_path,
     version_pattern_opt,
@@ -294,39 +297,6 @@ def quote_tenant_id(tenant_id: str) -> str:
         '%E2%88%91%E2%88%9E%E2%88%86%E2%88%8F'
     """
     return quote(validate_tenant_id(tenant_id), safe=SAFE_IN_SEGMENT)
-
-
-def find_version(segments: tuple[str, ...], pattern: re.Pattern, prefix_length: int = 0) -> int:
-    """Index of the service's version segment in *segments*, or -1.
-
-    The first *prefix_length* segments are the mount point (``SCRIPT_NAME``).
-    The service's own mount is the end of it: what comes before was put
-    there by whatever routed the request earlier, a client's
-    ``X-Forwarded-Prefix`` included (oslo.middleware's
-    ``http_proxy_to_wsgi`` prepends it to ``SCRIPT_NAME``).  So the version
-    is the mount's last segment when *pattern* matches it (an app mounted
-    at its version, as nova's urlmap mounts ``/v2.1``), else the first
-    segment after the mount when it matches (an app mounted at the root or
-    above its version).  A version-like segment earlier in the mount is
-    never the version, and the segment after the version is never inside
-    the mount: a tenant read there would not be the one the app routes.
-
-    Example::
-
-        >>> version = re.compile(DEFAULT_VERSION_PATTERN)
-        >>> find_version(("v1", "aaaa", "v2.1", "servers"), version, 3)
-        2
-        >>> find_version(("compute", "v2.1", "servers"), version, 1)
-        1
-        >>> find_version(("v1", "aaaa", "servers"), version, 2)
-        -1
-    """
-    match = pattern.fullmatch
-    if 0 < prefix_length <= len(segments) and match(segments[prefix_length - 1]):
-        return prefix_length - 1
-    if 0 <= prefix_length < len(segments) and match(segments[prefix_length]):
-        return prefix_length
-    return -1
 
 
 def split_tenant_path(path: str, version_pattern: str = DEFAULT_VERSION_PATTERN) -> TenantPathParts | None:

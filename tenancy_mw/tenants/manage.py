@@ -269,8 +269,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "once (with --paste, the pipeline's own are used)",
     )
     purge.set_defaults(func=_purge, usage_error=purge.error)
+    manage.needs_tables(purge, "tenants")
 
     show = verbs.add_parser("show", help="print one tenant's registry entry as JSON")
     manage.add_url_argument(show)
     show.add_argument("tenant_id")
     show.set_defaults(func=_show)
+    manage.needs_tables(show, "tenants")

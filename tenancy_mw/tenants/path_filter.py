@@ -100,12 +100,15 @@ from typing import TYPE_CHECKING, Any
 from oslo_config import cfg
 
 from tenancy_mw.core.base import ConfigError, TenancyMiddleware
+
+# header_environ_key is core.paths' (the core reads version headers too); it stays importable from here.
 from tenancy_mw.core.paths import (
     CanonicalPath,
     PathRefused,
     Refused,
     canonical_path,
     check_target_length,
+    header_environ_key,
     max_target_length_opt,
     remember_rewrite,
     shorten,
@@ -189,11 +192,6 @@ OPTS = [
 ]
 
 _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
-
-
-def header_environ_key(name: str) -> str:
-    """The WSGI ``environ`` key of request header *name*: ``X-Tenant-Id`` -> ``HTTP_X_TENANT_ID``."""
-    return "HTTP_" + name.upper().replace("-", "_")
 
 
 def remove_header(environ: dict, key: str) -> None:

@@ -1,5 +1,8 @@
 """os-services and os-hypervisors of the demo across two cells: examples/api-paste.ini under gunicorn, 2 workers.
 
+Served by the ``admin`` pipeline: the public one culls nova's admin calls on
+these resources (tests/functional/test_demo_endpoints.py).
+
 The cells are a SQLite file and a PostgreSQL database ($OS_ID_RESOLVER__CELLS),
 holding the demo's sample rows with integer ids repeated across the cells.
 The tests of one module share one server and run in file order: the ones
@@ -42,7 +45,7 @@ def start(tmp_path, cells: str, **settings: str) -> GunicornServer:
     # The project of the project-scoped URLs (/v2.1/acme/os-services) exists.
     DemoClient(None, registry_url).add_tenants("acme")
     env = dict(demo_server_env(database_url, registry_url, tmp_path), OS_ID_RESOLVER__CELLS=cells, **settings)
-    server = GunicornServer(DEMO_INI, workers=2, env=env, cwd=EXAMPLES_DIR, log_dir=tmp_path)
+    server = GunicornServer(DEMO_INI, name="admin", workers=2, env=env, cwd=EXAMPLES_DIR, log_dir=tmp_path)
     server.start()
     return server
 

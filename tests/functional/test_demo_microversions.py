@@ -50,17 +50,25 @@ def test_requested_version_is_served_and_echoed(client, headers, expected):
     assert served_at(client.get("/v2.1/acme/servers", headers=headers)) == expected
 
 
+def served_at_no_version(response) -> None:
+    """An answer to a version the demo cannot serve names none (as nova's to a malformed one), and varies."""
+    assert "OpenStack-API-Version" not in response.headers
+    assert "X-OpenStack-Nova-API-Version" not in response.headers
+    assert response.headers["Vary"] == "OpenStack-API-Version, X-OpenStack-Nova-API-Version"
+
+
 @pytest.mark.parametrize("value", ["compute 2", "compute 2.x", "compute two", "compute 2.1.1"])
 def test_malformed_version_is_400_naming_it(client, value):
     response = client.get("/v2.1/acme/servers", headers={"OpenStack-API-Version": value}, status=400)
     assert value.split()[1] in response.json["errors"][0]["detail"]
-    served_at(response)
+    served_at_no_version(response)
 
 
 @pytest.mark.parametrize("value", ["2.0", "2.54", "3.1", "1.9"])
 def test_version_out_of_range_is_406(client, value):
     response = client.get("/v2.1/acme/servers", headers={"X-OpenStack-Nova-API-Version": value}, status=406)
     assert str(MAX_VERSION) in response.json["errors"][0]["detail"]
+    served_at_no_version(response)
 
 
 def test_version_document_advertises_the_range(client):

@@ -46,9 +46,28 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-@pytest.fixture
-def runner(tmp_path):
-    """examples/run-demo on free ports, its databases in *tmp_path*; ``(process, public port, admin port, log)``."""
+def _inherit(sigint):
+    """A ``preexec_fn`` that gives the child *sigint* as its SIGINT disposition.
+
+    What a child inherits is its parent's: a test run started with SIGINT
+    ignored (a job started with ``&`` from a script, ``nohup``) would hand
+    that on, and a Ctrl-C test would test the run's start, not run-demo.
+    """
+
+    def preexec() -> None:
+        signal.signal(signal.SIGINT, sigint)
+
+    return preexec
+
+
+@pytest.fixture(params=[signal.SIG_DFL], ids=["sigint-default"])
+def runner(request, tmp_path):
+    """examples/run-demo on free ports, its databases in *tmp_path*; ``(process, public port, admin port, log)``.
+
+    It starts with SIGINT at the disposition the test's parameter names (the
+    default, as from a terminal, unless a test asks otherwise), whatever
+    this test run inherited.
+    """
     port, admin_port = free_port(), free_port()
     env = dict(
         os.environ,
@@ -70,6 +89,7 @@ def runner(tmp_path):
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_inherit(request.param),
         )
     try:
         yield process, port, admin_port, log
@@ -97,6 +117,18 @@ def test_the_runner_prints_both_urls_and_what_to_try_once_both_answer(runner):
     assert raw_request(admin_port, "GET", "/") == 200
 
 
+def stops_on_ctrl_c(process: subprocess.Popen, log) -> None:
+    """Ctrl-C's SIGINT to the whole group: run-demo exits 130, both servers and all workers with it."""
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does
+    assert process.wait(timeout=30) == 130, log.read_text()[-3000:]
+    # Both gunicorn masters and all their workers are gone with it.
+    deadline = time.monotonic() + 10
+    while group_alive(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not group_alive(process.pid)
+    assert log.read_text().count("Shutting down: Master") == 2
+
+
 def test_the_printed_commands_work_and_ctrl_c_stops_everything(runner):
     process, port, admin_port, log = runner
     wait_for_line(log, "ready", process)
@@ -121,12 +153,14 @@ def test_the_printed_commands_work_and_ctrl_c_stops_everything(runner):
     assert request(port, "POST", "/v2.1/acme/servers", b'{"server": {"name": "web1"}}', token)[1] == body
     assert [s["name"] for s in json.loads(request(port, "GET", "/v2.1/acme/servers/detail")[1])["servers"]] == ["web1"]
     assert request(port, "DELETE", "/v2.1/acme")[0] == 404  # culled on the public endpoint
+    stops_on_ctrl_c(process, log)
 
-    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does
-    assert process.wait(timeout=30) == 130
-    # Both gunicorn masters and all their workers are gone with it.
-    deadline = time.monotonic() + 10
-    while group_alive(process.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not group_alive(process.pid)
-    assert log.read_text().count("Shutting down: Master") == 2
+
+@pytest.mark.parametrize("runner", [signal.SIG_IGN], ids=["sigint-ignored"], indirect=True)
+def test_ctrl_c_stops_everything_when_run_demo_starts_with_sigint_ignored(runner):
+    """Started as a job with ``&`` from a script is (SIGINT ignored, which bash cannot trap),
+    run-demo runs itself again with SIGINT at its default, and Ctrl-C still stops everything."""
+    process, port, admin_port, log = runner
+    wait_for_line(log, "ready", process)
+    assert raw_request(port, "GET", "/") == 200
+    stops_on_ctrl_c(process, log)

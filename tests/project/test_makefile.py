@@ -6,6 +6,7 @@ import glob
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import require
@@ -75,3 +76,38 @@ def test_python_named_by_version_is_found_where_pyenv_put_it():
     dry = _make("-n", "venv", "VENV=/nonexistent/venv", "PYTHON=python3.12", cwd=REPO)
     assert "does not run" not in dry.split("||")[0]
     assert 'test -n "cpython-312"' in dry
+
+
+def test_a_failing_main_suite_says_which_suites_did_not_run(tmp_path):
+    """`make test` runs the other Pythons' suites only after the main one passed; when it failed, make
+    says which suites were not run, instead of stopping in silence.
+
+    The suites run as `make test` runs them (its `test-suites` step), on this interpreter's virtualenv
+    with install stamps of the test's own, so nothing is installed; the other Pythons are two that
+    exist nowhere, so no virtualenv is made for them; the main suite fails at once (an unknown
+    pytest option).
+    """
+    (tmp_path / "stamp-test").touch()
+    this = "%d.%d" % sys.version_info[:2]
+    settings = [
+        "VENV=%s" % sys.prefix,
+        "PYTHON=%s" % sys.executable,
+        "STAMP=%s" % (tmp_path / "stamp"),
+        "TESTED_PYTHONS=%s 9.8 9.9" % this,
+        "PYTEST_ARGS=--no-such-option-here",
+    ]
+    # No make of an outer run hands its settings down.
+    environment = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    command = ["make", "--no-print-directory", "-C", str(REPO), "test-suites", *settings]
+    dry = subprocess.run([*command, "-n"], capture_output=True, text=True, env=environment, check=False, timeout=120)
+    # Never installs anything (were a stamp missing, it would, into this very virtualenv).
+    assert "pip install" not in dry.stdout, dry.stdout
+    assert " -m venv " not in dry.stdout, dry.stdout
+    result = subprocess.run(command, capture_output=True, text=True, env=environment, check=False, timeout=300)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "--no-such-option-here" in result.stderr  # pytest's own complaint: the main suite ran, and failed
+    (report,) = [line for line in result.stderr.splitlines() if line.startswith("make test:")]
+    assert "(Python %s) failed" % this in report
+    assert report.endswith("not run: the suites on python9.8 python9.9 (make test-pythons runs them)"), report
+    assert "-m 'not slow'" not in output  # and indeed none of them ran

@@ -199,6 +199,28 @@ def test_classifiers_and_python_requires_name_the_tested_pythons():
         assert claim in " ".join((REPO / doc).read_text().split()), "%s does not say %r" % (doc, claim)
 
 
+def _apt_packages() -> list[str]:
+    """The Debian packages ``make test`` installs when missing: every ``*_PROGRAMS`` list of the Makefile."""
+    makefile = (REPO / "Makefile").read_text()
+    entries = " ".join(re.findall(r"(?m)^(?:TEST|DOC|BROWSER)_PROGRAMS := (.+)$", makefile)).split()
+    return sorted({entry.split(":", 1)[1] for entry in entries})
+
+
+def test_the_readme_says_what_make_test_installs_which_pythons_it_uses_and_how_long_it_takes():
+    readme = " ".join((REPO / "README.rst").read_text().split())
+    testing = readme.split("Testing =======")[1].split("Documentation ===")[0]
+    packages = _apt_packages()
+    assert {"memcached", "wrk", "chromium", "graphviz"} <= set(packages)  # what make test's targets install
+    for package in packages:
+        assert "``%s``" % package in testing, "README.rst's Testing does not name the Debian package %s" % package
+    assert "apt-get" in testing
+    for version in _tested_pythons()[1:]:
+        assert "``python%s``" % version in testing, version
+    assert "``.venv-py3.X``" in testing
+    assert re.search(r"about \d+ minutes", testing)
+    assert "says which" in testing  # what a failing main suite reports
+
+
 def test_make_test_runs_the_suite_on_every_other_tested_python():
     """`make test` goes on to the suite on each tested Python besides its own (a dry run shows the commands)."""
     result = subprocess.run(
@@ -208,7 +230,10 @@ def test_make_test_runs_the_suite_on_every_other_tested_python():
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert "test-pythons" in (REPO / "Makefile").read_text().split("\ntest:")[1].split("\n\n")[0]
+    makefile = (REPO / "Makefile").read_text()
+    # `make test` runs test-suites, which goes on to test-pythons.
+    assert "test-suites" in makefile.split("\ntest:")[1].split("\n\n")[0]
+    assert "test-pythons" in makefile.split("\ntest-suites:")[1].split("\n\n")[0]
     for version in _tested_pythons():
         command = "/nonexistent/venv-py%s/bin/python -m pytest -m 'not slow'" % version
         if version == "%d.%d" % sys.version_info[:2]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 
@@ -59,10 +60,43 @@ def test_malformed_url_is_one_line_not_a_traceback():
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("url", ["postgresql+psycopg2://root@127.0.0.1:1/nothing", "sqlite:////proc/no-such-dir/y.sqlite"])
+@pytest.mark.parametrize(
+    "url", ["postgresql+psycopg2://root@127.0.0.1:1/nothing", "sqlite:////proc/no-such-dir/y.sqlite"]
+)
 def test_unreachable_database_is_one_line_not_a_traceback(url):
     result = manage("db", "current", "--url", url)
     assert result.returncode == 1
     assert result.stderr.startswith("tenancy-mw-manage: ")
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+#: Every verb that works on the library's tables, and the component whose tables it needs.
+TABLE_VERBS = [
+    (("tenants", "purge"), "tenants", "tenancy_tenants"),
+    (("tenants", "show", "acme"), "tenants", "tenancy_tenants"),
+    (("idempotency", "purge"), "idempotency", "tenancy_mw_idempotency"),
+]
+
+
+@pytest.mark.parametrize(("verb", "component", "table"), TABLE_VERBS, ids=[" ".join(v[0][:2]) for v in TABLE_VERBS])
+def test_a_database_without_the_librarys_tables_names_the_db_upgrade_that_makes_them(sql_url, verb, component, table):
+    """On SQLite, PostgreSQL and MariaDB alike: one line saying the tables are not there and the command that
+    makes them (with the verb's --component), never the driver's "no such table" alone; that command works."""
+    result = manage(*verb, "--url", sql_url)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("tenancy-mw-manage: the database has no table %s: " % table), line
+    assert "Traceback" not in result.stderr
+    assert "database error" not in line
+    prefix, _, command = line.partition("create them with: ")
+    assert "tenancy_mw's tables are not there" in prefix
+    words = shlex.split(command)
+    assert words[:3] == ["tenancy-mw-manage", "db", "upgrade"]
+    assert words[-2:] == ["--component", component]
+    # The command it names is the one to run: then the verb works.
+    made = manage(*words[1:])
+    assert made.returncode == 0, made.stderr
+    again = manage(*verb, "--url", sql_url)
+    assert again.returncode == (1 if verb[1] == "show" else 0), again.stderr
+    assert "no tenant 'acme'" in again.stderr if verb[1] == "show" else again.stderr == ""
