@@ -20,8 +20,9 @@
     resources stay for the next holder of the id to see.
 
     Safe to stop at any point and to run twice at once: a tenant is marked
-    purging first, its resources removed next, its row last; the next run
-    finishes tenants a stopped one left marked.  Exit 1 when the service's
+    purging first, its resources removed next (under its row lock, while
+    it is still marked), its row last; the next run finishes tenants a
+    stopped one left marked.  Exit 1 when the service's
     removal failed for a tenant (it stays marked; the next run retries).
 
     With the pipeline's ``tenant_admin`` sharing tenant states through

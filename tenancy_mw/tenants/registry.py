@@ -507,7 +507,10 @@ class TenantRegistry:
         2. ``resources-removed``: *removal*'s
            :meth:`~tenancy_mw.tenants.removal.TenantRemoval.purge_resources`
            deletes the service's resources (none without *removal*: a
-           service that removes them itself);
+           service that removes them itself), under the tenant's row lock
+           and only while the tenant is still marked, so two runs at once
+           never purge a tenant that one of them finished and the id holds
+           anew;
         3. ``removed``: the tenant's row and every move record naming it go,
            in one transaction.
 
@@ -556,9 +559,12 @@ class TenantRegistry:
         if not self._mark_purging(tenant_id, cutoff, now):
             return None
         on_step("marked", tenant_id)
-        call_removal(removal, "purge", tenant_id)
+        if not self._remove_resources(tenant_id, removal):
+            return None
         on_step("resources-removed", tenant_id)
         moves = self._forget_purged(tenant_id)
+        if moves is None:
+            return None
         on_step("removed", tenant_id)
         return moves
 
@@ -575,12 +581,30 @@ class TenantRegistry:
                 conn.execute(tenants_table.update().where(tenants_table.c.id == tenant_id).values(purge_started=now))
             return True
 
-    def _forget_purged(self, tenant_id: str) -> int:
-        """Step 3: remove the marked tenant's row and the move records naming it; how many move records went."""
+    def _remove_resources(self, tenant_id: str, removal: TenantRemoval | None) -> bool:
+        """Step 2: the service's resources go, under the tenant's row lock; whether the tenant was still marked.
+
+        The lock is held through the service's call, so two runs never
+        remove one tenant's resources at once, and a run that stalled after
+        marking cannot remove them once another run has finished the
+        tenant and the id names a new tenant (its row is not marked).
+        """
         with self._write() as conn:
             row = self._locked_row(conn, tenant_id)
             if row is None or row["purge_started"] is None:
-                return 0  # another run finished it
+                return False  # another run finished it
+            call_removal(removal, "purge", tenant_id)
+            return True
+
+    def _forget_purged(self, tenant_id: str) -> int | None:
+        """Step 3: remove the marked tenant's row and the move records naming it; how many move records went.
+
+        ``None`` when another run finished it meanwhile.
+        """
+        with self._write() as conn:
+            row = self._locked_row(conn, tenant_id)
+            if row is None or row["purge_started"] is None:
+                return None  # another run finished it
             moves = sa.or_(moves_table.c.source_tenant == tenant_id, moves_table.c.dest_tenant == tenant_id)
             count = conn.execute(moves_table.delete().where(moves)).rowcount
             conn.execute(

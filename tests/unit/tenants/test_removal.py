@@ -180,6 +180,29 @@ def test_a_purge_stopped_after_any_step_finishes_on_the_next_run(registry, stop_
     assert registry.purge(timedelta(0), removal=shelf).tenants == ["later"]
 
 
+@pytest.mark.parametrize("stall_after", ["marked", "resources-removed"])
+def test_a_stalled_purge_never_purges_the_tenant_created_anew_under_the_id(registry, stall_after):
+    # Run A stalls after a step; run B (cron, meanwhile) purges the tenant
+    # whole; the id is created anew with resources of its own.  When A wakes
+    # up, it must leave the new tenant and its resources alone.
+    shelf = Shelf()
+    deleted_tenant(registry, shelf, "acme", "old-web")
+    meanwhile = {}
+
+    def stall(step, tenant_id):
+        if step == stall_after and not meanwhile:
+            meanwhile["b"] = registry.purge(timedelta(0), removal=shelf)
+            registry.put("acme", {"holder": "new"})
+            shelf.add("acme", "new-web")
+
+    report_a = registry.purge(timedelta(0), removal=shelf, on_step=stall)
+    assert meanwhile["b"].tenants == ["acme"]
+    assert report_a.tenants == []  # not counted as its own: B finished it
+    assert registry.state("acme") == ACTIVE
+    assert registry.get("acme").representation == {"holder": "new"}
+    assert shelf.visible("acme") == ["new-web"]
+
+
 def test_a_failing_removal_leaves_its_tenant_marked_and_the_others_go(registry):
     shelf = Shelf()
     for tenant_id in ("a", "b"):

@@ -150,8 +150,8 @@ def test_every_state_change_is_announced_after_its_commit(announced):
     assert announced.purge(timedelta(0), dry_run=True).tenants == ["acme", "b2"]
     assert calls == []
     announced.purge(timedelta(0))
-    # Each tenant's purge steps (marked, removed) commit one by one, each announced.
-    assert calls == [["acme"], ["acme"], ["b2"], ["b2"]]
+    # Each tenant's three purge steps lock its row one after another, each announced.
+    assert calls == [["acme"]] * 3 + [["b2"]] * 3
 
 
 def test_an_announcement_sees_the_change_committed(sql_url):
