@@ -13,8 +13,9 @@ tables, puts the sample rows in, and runs tenancy_mw's online backfill
 starting at once may run together safely.
 
 Every cell is reached through tenancy_mw's
-:class:`~tenancy_mw.cells.lookup.CellLookup`, the one the ``id_resolver``
-filter asks: its engines (connect, read and statement timeouts of
+:class:`~tenancy_mw.cells.lookup.CellLookup`, a lookup of its own built from
+the same ``[id_resolver]`` options as the filter's (so each worker holds up
+to twice ``pool_size`` connections per cell): its engines (connect, read and statement timeouts of
 ``cell_timeout``), its threads per cell, its deadline.  So a cell that
 accepts connections and never answers, or refuses them, costs a caller at
 most ``cell_timeout`` (2 s in the demo's settings), at start or on a

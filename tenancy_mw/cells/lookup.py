@@ -27,7 +27,12 @@ Rules of :meth:`~CellLookup.resolve`
 
 Timeouts
     The calling thread waits at most ``cell_timeout``.  The drivers are told
-    the same limit, so a cell's threads do not hang either: PostgreSQL
+    the same limit, so a cell's threads do not hang either; and since
+    psycopg2 has no read timeout of its own (its ``statement_timeout`` is the
+    server's, which a silent server never applies), the socket of a
+    connection still busy ``cell_timeout`` after its asker's deadline is shut
+    down, so the driver raises and the thread is free: a cell that was
+    silent for a while rejoins as soon as it answers again.  PostgreSQL
     (psycopg2) gets ``connect_timeout`` (libpq counts whole seconds, at
     least 2), a ``statement_timeout`` and ``tcp_user_timeout``;
     MySQL/MariaDB (PyMySQL, mysqlclient) ``connect_timeout``, socket
@@ -66,10 +71,12 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
 import os
+import socket
 import threading
 import time
 import uuid
@@ -242,6 +249,83 @@ def _busy_timeout(timeout: float) -> Callable[[Any, Any], None]:
     return set_busy_timeout
 
 
+class _SocketCutter:
+    """Shuts down the socket of a cell connection whose work outlived its deadline.
+
+    psycopg2 has no read timeout: a thread reading from a server that
+    accepted the query and never answers stays blocked for good (its
+    ``statement_timeout`` is the server's, ``tcp_user_timeout`` never fires
+    while the peer's kernel acknowledges).  Each cell thread arms this
+    before its work and disarms it after; one thread per cell, started on
+    first use and asleep while nothing is armed, shuts down the socket of
+    the connection an armed thread holds once its time is up, so the
+    driver raises, the connection is dropped from the pool and the thread
+    is free again: a cell that answers again rejoins.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[int, Any] = {}  # thread id -> the DBAPI connection it has checked out
+        self._expiries: dict[int, float] = {}  # thread id -> when its connection is cut
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def listen(self, engine: sa.Engine) -> None:
+        """Know which connection each thread holds (pool checkout and checkin events of *engine*)."""
+        sa.event.listen(engine, "checkout", lambda dbapi, _record, _proxy: self._hold(dbapi))
+        sa.event.listen(engine, "checkin", lambda _dbapi, _record: self._held.pop(threading.get_ident(), None))
+
+    def _hold(self, dbapi_connection: Any) -> None:
+        self._held[threading.get_ident()] = dbapi_connection
+
+    def arm(self, expiry: float) -> None:
+        """Cut the calling thread's connection at *expiry* (monotonic) unless :meth:`disarm` comes first."""
+        with self._changed:
+            self._expiries[threading.get_ident()] = expiry
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="tenancy-cell-cutter", daemon=True)
+                self._thread.start()
+            self._changed.notify()
+
+    def disarm(self) -> None:
+        with self._changed:
+            self._expiries.pop(threading.get_ident(), None)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                due = [ident for ident, expiry in self._expiries.items() if expiry <= now]
+                for ident in due:
+                    del self._expiries[ident]
+                if not due:
+                    nearest = min(self._expiries.values(), default=None)
+                    self._changed.wait(None if nearest is None else nearest - now)
+                    continue
+            for ident in due:
+                _shut_down(self._held.get(ident))
+
+    def after_fork(self) -> None:
+        # The parent's cutter thread does not exist in a forked child.
+        self._held.clear()
+        self._expiries.clear()
+        self._changed = threading.Condition()
+        self._thread = None
+
+
+def _shut_down(dbapi_connection: Any) -> None:
+    """Shut down the socket under a DBAPI connection (psycopg2's ``fileno()``, PyMySQL's ``_sock``), if any."""
+    # Closed already (each driver raises its own error), or no socket (SQLite): nothing to cut.
+    with contextlib.suppress(Exception):
+        fileno = getattr(dbapi_connection, "fileno", None)
+        fd = fileno() if callable(fileno) else getattr(getattr(dbapi_connection, "_sock", None), "fileno", int)()
+        if fd is None or fd < 0:
+            return
+        # A duplicate of the descriptor: shutting it down ends the one socket
+        # both name (the driver's read returns), closing it leaves theirs.
+        with socket.socket(fileno=os.dup(fd)) as cut:
+            cut.shutdown(socket.SHUT_RDWR)
+
+
 class _Cell:
     """One cell: its engine and how many lookups it may run at once."""
 
@@ -258,6 +342,8 @@ class _Cell:
         self._lock = threading.Lock()
         self.executor = self._new_executor()
         self.engine = _cell_engine(url, timeout, pool_size, pool_recycle)
+        self.cutter = _SocketCutter()
+        self.cutter.listen(self.engine)
 
     def _new_executor(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=self.pool_size, thread_name_prefix="tenancy-cell-" + self.name)
@@ -289,17 +375,21 @@ class _Cell:
             if time.monotonic() >= deadline:
                 # Whoever asked has given up (the cell was slow): spare the database.
                 return _TOO_LATE
+            # Past the asker's deadline and the statements' own limit, the
+            # connection is cut: the thread never stays blocked on a silent cell.
+            self.cutter.arm(deadline + self.timeout)
             for attempt in (1, 2):
                 try:
                     answer = work(self.name, self.engine)
                     self._answered_at = time.monotonic()
                     return answer
                 except sa.exc.DBAPIError as exc:
-                    if attempt == 1 and exc.connection_invalidated:
+                    if attempt == 1 and exc.connection_invalidated and time.monotonic() < deadline:
                         continue  # the server dropped a pooled connection: one fresh try
                     raise
             return None  # pragma: no cover - the loop always returns or raises
         finally:
+            self.cutter.disarm()
             self._done()
 
     def after_fork(self) -> None:
@@ -309,6 +399,7 @@ class _Cell:
         self._answered_at = time.monotonic()
         self._lock = threading.Lock()
         self.executor = self._new_executor()
+        self.cutter.after_fork()
 
     def close(self) -> None:
         self.executor.shutdown(wait=True)
@@ -471,7 +562,9 @@ class CellLookup:
         engines, so every connect and query has the drivers' timeouts (module
         doc).  A cell whose *work* raised or did
         not return in time is in :attr:`Gathered.unanswered` (and logged);
-        its thread finishes, or its driver gives up, on its own.  *work* may
+        its thread finishes, or its driver gives up, or at the latest the
+        lookup cuts its connection ``cell_timeout`` after the deadline
+        (module doc), so no thread stays blocked on a silent cell.  *work* may
         read or write; it runs a second time when the server had dropped a
         pooled connection it was given, so it must be safe to repeat (a
         read, a write that checks, a transaction), and it should use one

@@ -7,6 +7,7 @@ limits; what a forked worker gets.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -318,6 +319,33 @@ def test_a_cell_that_goes_silent_costs_its_timeout_not_a_hang(cells, backend):
         finally:
             proxy.refuse()  # the threads still waiting on the silent cell get their error
             helper.close()
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mariadb"])
+def test_a_cell_silent_for_a_while_rejoins_and_frees_every_thread(cells, backend):
+    # psycopg2 has no read timeout: without the lookup cutting connections
+    # past their deadline, the threads reading from a silent cell stay
+    # blocked for good, the cell never rejoins, and close() never returns.
+    from tests.support.cells import BACKEND_OF, CellProxy
+
+    (name,) = [cell for cell, kind in BACKEND_OF.items() if kind == backend]
+    with CellProxy(cells[name]) as proxy:
+        helper = CellLookup({"flaky": proxy.url}, cell_timeout=0.5, pool_size=2)
+        closed = threading.Thread(target=helper.close, daemon=True)
+        try:
+            assert helper.scatter_gather(count_services).unanswered == []
+            proxy.go_silent()
+            for _ in range(4):  # more lookups than the cell has threads
+                assert helper.scatter_gather(count_services).unanswered == ["flaky"]
+            proxy.resume()
+            rejoined_by = time.monotonic() + 15  # liveness: the cut comes 1 s after each deadline
+            while helper.scatter_gather(count_services).unanswered:
+                assert time.monotonic() < rejoined_by, "the cell never rejoined: its threads stay blocked"
+                time.sleep(0.2)
+        finally:
+            closed.start()
+            closed.join(timeout=15)
+        assert not closed.is_alive(), "close() waits on a thread blocked on the silent cell"
 
 
 def test_scatter_gather_waits_longer_only_when_told(tmp_path):
