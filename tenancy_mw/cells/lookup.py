@@ -261,30 +261,41 @@ class _SocketCutter:
     the connection an armed thread holds once its time is up, so the
     driver raises, the connection is dropped from the pool and the thread
     is free again: a cell that answers again rejoins.
+
+    Each connection's socket is known by its descriptor and both its
+    addresses, read when the connection is made; a descriptor is cut only
+    while it still names that very TCP connection, never one the number
+    was given to since (a client's socket of the WSGI server).
     """
 
     def __init__(self) -> None:
-        self._held: dict[int, Any] = {}  # thread id -> the DBAPI connection it has checked out
+        self._held: dict[int, tuple | None] = {}  # thread id -> the socket of the connection it has checked out
         self._expiries: dict[int, float] = {}  # thread id -> when its connection is cut
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
 
     def listen(self, engine: sa.Engine) -> None:
-        """Know which connection each thread holds (pool checkout and checkin events of *engine*)."""
-        sa.event.listen(engine, "checkout", lambda dbapi, _record, _proxy: self._hold(dbapi))
-        sa.event.listen(engine, "checkin", lambda _dbapi, _record: self._held.pop(threading.get_ident(), None))
+        """Know each connection's socket, and which connection each thread holds (pool events of *engine*)."""
+        sa.event.listen(engine, "connect", _remember_socket)
+        sa.event.listen(engine, "checkout", lambda _dbapi, record, _proxy: self._hold(record.info.get(_SOCKET)))
+        sa.event.listen(engine, "checkin", lambda _dbapi, _record: self._hold(None))
 
-    def _hold(self, dbapi_connection: Any) -> None:
-        self._held[threading.get_ident()] = dbapi_connection
+    def _hold(self, socket_of: tuple | None) -> None:
+        with self._changed:
+            self._held[threading.get_ident()] = socket_of
 
     def arm(self, expiry: float) -> None:
         """Cut the calling thread's connection at *expiry* (monotonic) unless :meth:`disarm` comes first."""
         with self._changed:
+            # Expiries mostly come in increasing order: the cutter is woken only
+            # when this one is sooner than all it sleeps for, not on every lookup.
+            nearest = min(self._expiries.values(), default=None)
             self._expiries[threading.get_ident()] = expiry
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="tenancy-cell-cutter", daemon=True)
                 self._thread.start()
-            self._changed.notify()
+            elif nearest is None or expiry < nearest:
+                self._changed.notify()
 
     def disarm(self) -> None:
         with self._changed:
@@ -295,14 +306,14 @@ class _SocketCutter:
             with self._changed:
                 now = time.monotonic()
                 due = [ident for ident, expiry in self._expiries.items() if expiry <= now]
+                # Under the lock disarm() and the pool events take: the
+                # connection of work still armed, never a later lookup's.
                 for ident in due:
                     del self._expiries[ident]
+                    _shut_down(self._held.get(ident))
                 if not due:
                     nearest = min(self._expiries.values(), default=None)
                     self._changed.wait(None if nearest is None else nearest - now)
-                    continue
-            for ident in due:
-                _shut_down(self._held.get(ident))
 
     def after_fork(self) -> None:
         # The parent's cutter thread does not exist in a forked child.
@@ -312,18 +323,42 @@ class _SocketCutter:
         self._thread = None
 
 
-def _shut_down(dbapi_connection: Any) -> None:
-    """Shut down the socket under a DBAPI connection (psycopg2's ``fileno()``, PyMySQL's ``_sock``), if any."""
-    # Closed already (each driver raises its own error), or no socket (SQLite): nothing to cut.
-    with contextlib.suppress(Exception):
+# The connection record's key for its socket: (descriptor, local address, peer address).
+_SOCKET = "tenancy_mw.socket"
+
+
+def _remember_socket(dbapi_connection: Any, record: Any) -> None:
+    """A ``connect`` listener: note the new connection's socket (psycopg2's ``fileno()``, PyMySQL's ``_sock``)."""
+    with contextlib.suppress(Exception):  # no socket (SQLite), or a driver that hides it: nothing to cut
         fileno = getattr(dbapi_connection, "fileno", None)
-        fd = fileno() if callable(fileno) else getattr(getattr(dbapi_connection, "_sock", None), "fileno", int)()
-        if fd is None or fd < 0:
-            return
-        # A duplicate of the descriptor: shutting it down ends the one socket
-        # both name (the driver's read returns), closing it leaves theirs.
-        with socket.socket(fileno=os.dup(fd)) as cut:
+        if not callable(fileno):
+            fileno = getattr(getattr(dbapi_connection, "_sock", None), "fileno", None)
+        if callable(fileno):
+            fd = fileno()
+            with _socket_of(fd) as probe:
+                record.info[_SOCKET] = (fd, probe.getsockname(), probe.getpeername())
+
+
+def _shut_down(socket_of: tuple | None) -> None:
+    """Shut down the socket *socket_of* names, if its descriptor still is that TCP connection."""
+    if socket_of is None:
+        return
+    fd, local, peer = socket_of
+    with contextlib.suppress(OSError), _socket_of(fd) as cut:
+        if (cut.getsockname(), cut.getpeername()) == (local, peer):
             cut.shutdown(socket.SHUT_RDWR)
+
+
+def _socket_of(fd: int) -> socket.socket:
+    """A socket object on a duplicate of *fd*: shutting it down ends the one socket both name
+    (the driver's read returns); closing it leaves the driver's descriptor open.  OSError when
+    *fd* is no socket (the duplicate is closed then)."""
+    duplicate = os.dup(fd)
+    try:
+        return socket.socket(fileno=duplicate)
+    except OSError:
+        os.close(duplicate)
+        raise
 
 
 class _Cell:

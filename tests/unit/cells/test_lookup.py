@@ -7,6 +7,7 @@ limits; what a forked worker gets.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -362,3 +363,27 @@ def test_scatter_gather_waits_longer_only_when_told(tmp_path):
         assert helper.scatter_gather(slow, timeout=5).answers == {"c1": 1}
     finally:
         helper.close()
+
+
+def test_the_cut_never_touches_a_descriptor_that_names_another_connection_now():
+    # A cell connection's descriptor, closed by its driver, may be given to
+    # another socket (a WSGI client's): the lookup cuts only the very TCP
+    # connection it noted when the cell's connection was made.
+    from tenancy_mw.cells.lookup import _shut_down
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        first = socket.create_connection(listener.getsockname())
+        noted = (first.fileno(), first.getsockname(), first.getpeername())
+        first.close()
+        listener.accept()[0].close()
+        second = socket.create_connection(listener.getsockname())
+        peer, _ = listener.accept()
+        with second, peer:
+            _shut_down(noted)  # the same number, perhaps; never the same connection
+            second.sendall(b"still open")
+            assert peer.recv(10) == b"still open"
+            _shut_down((second.fileno(), second.getsockname(), second.getpeername()))
+            assert peer.recv(10) == b""  # the noted connection itself is cut
+    finally:
+        listener.close()
