@@ -113,17 +113,27 @@ format: $(STAMP)-lint
 test: $(STAMP)-test programs services lint docs-check openstack-venv
 	@$(MAKE) --no-print-directory test-suites
 
-# The other Pythons' virtualenvs are installed while the main suite runs (pip
-# waits on disk and network more than on the CPU); their suites run after it,
-# only when it passed.  When it failed, say which suites did not run.
-NOT_RUN = $(if $(OTHER_PYTHONS),$(foreach v,$(OTHER_PYTHONS),python$(v)),none)
-.PHONY: test-suites
+# Every suite at once, each as its own pytest run: the main Python's `slow` tests
+# (servers, the OpenStack services, fresh virtualenvs: mostly waiting), its other
+# tests, and each other Python's suite without the slow tests (its virtualenv
+# installed first).  The CPU-bound runs are niced, so the servers of the slow
+# tests answer within their timeouts; the four together take about half the time
+# of one after another.  Each prints whole when it ends (--output-sync); a
+# failing one says so in a "make test:" line, and the others still run (-k).
+SUITES = test-main-slow test-main-fast $(addprefix test-python,$(OTHER_PYTHONS))
+NICE ?= nice -n 10
+.PHONY: test-suites test-main-slow test-main-fast
 test-suites:
-	@$(MAKE) --no-print-directory -j3 test-main venv-pythons || { \
-	  echo "make test: the suite on $(PYTHON) (Python $(PY_VERSION)) failed; not run: the suites on" \
-	    "$(NOT_RUN) (make test-pythons runs them)" >&2; exit 1; }
-	@$(MAKE) --no-print-directory test-pythons
+	@$(MAKE) --no-print-directory -k -j$(words $(SUITES)) --output-sync=recurse $(SUITES) \
+	  || { echo "make test: failed (see the \"make test:\" lines above)" >&2; exit 1; }
 
+test-main-slow: $(STAMP)-test
+	@$(BIN)/python -m pytest -m slow -q $(PYTEST_ARGS) \
+	  || { echo "make test: the slow tests on python$(PY_VERSION) failed" >&2; exit 1; }
+
+test-main-fast: pytest-fast
+
+# The whole suite on $(PYTHON), in one run.
 .PHONY: test-main
 test-main: $(STAMP)-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -131,10 +141,10 @@ test-main: $(STAMP)-test
 # --- every Python the package claims ----------------------------------------
 # setup.cfg's classifiers and python_requires name exactly TESTED_PYTHONS
 # (tests/project/test_shipping.py checks it).  `make test` runs the whole suite on
-# $(PYTHON), then, on each other one, in its own $(VENV)-pyX.Y, the suite
+# $(PYTHON) and, on each other one, in its own $(VENV)-pyX.Y, the suite
 # without the tests marked `slow` (servers, fresh virtualenvs, PostgreSQL and
-# MariaDB variants: tests/conftest.py), two at a time, so CI stays under 20
-# minutes.  Each is found on PATH or among pyenv's installed versions; a
+# MariaDB variants: tests/conftest.py, which do not depend on the Python
+# version), so CI stays under 20 minutes.  Each is found on PATH or among pyenv's installed versions; a
 # missing one fails under CI=true and is reported otherwise.
 TESTED_PYTHONS := 3.11 3.12 3.13
 PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
@@ -168,7 +178,8 @@ install-test: $(STAMP)-test
 # The suite without the `slow` tests, in $(VENV) made by $(PYTHON).
 .PHONY: pytest-fast
 pytest-fast: $(STAMP)-test
-	$(BIN)/python -m pytest -m 'not slow' -q $(PYTEST_ARGS)
+	@$(NICE) $(BIN)/python -m pytest -m 'not slow' -q $(PYTEST_ARGS) \
+	  || { echo "make test: the tests not marked slow on python$(PY_VERSION) failed" >&2; exit 1; }
 
 # The in-process table, then the load run (gunicorn + wrk, a few minutes), then the filters'
 # share of nova-api's own CPU per request (bench/nova.py, a few minutes more).

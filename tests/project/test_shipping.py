@@ -222,21 +222,23 @@ def test_the_readme_says_what_make_test_installs_which_pythons_it_uses_and_how_l
 
 
 def test_make_test_runs_the_suite_on_every_other_tested_python():
-    """`make test` goes on to the suite on each tested Python besides its own (a dry run shows the commands)."""
+    """`make test` runs the suite on each tested Python besides its own (a dry run shows the commands)."""
     result = subprocess.run(
-        ["make", "--no-print-directory", "-n", "-C", str(REPO), "test-pythons", "VENV=/nonexistent/venv"],
+        ["make", "--no-print-directory", "-n", "-C", str(REPO), "test-suites", "VENV=/nonexistent/venv"],
         capture_output=True,
         text=True,
         check=False,
     )
     assert result.returncode == 0, result.stderr
     makefile = (REPO / "Makefile").read_text()
-    # `make test` runs test-suites, which goes on to test-pythons.
-    assert "test-suites" in makefile.split("\ntest:")[1].split("\n\n")[0]
-    assert "test-pythons" in makefile.split("\ntest-suites:")[1].split("\n\n")[0]
+    assert "test-suites" in makefile.split("\ntest:")[1].split("\n\n")[0]  # `make test` runs test-suites
+    this = "%d.%d" % sys.version_info[:2]
     for version in _tested_pythons():
         command = "/nonexistent/venv-py%s/bin/python -m pytest -m 'not slow'" % version
-        if version == "%d.%d" % sys.version_info[:2]:
+        if version == this:
             assert command not in result.stdout
         else:
             assert command in result.stdout, (version, result.stdout[-2000:])
+    # and on its own Python, the whole suite in two runs
+    assert "/nonexistent/venv/bin/python -m pytest -m slow" in result.stdout
+    assert "/nonexistent/venv/bin/python -m pytest -m 'not slow'" in result.stdout
