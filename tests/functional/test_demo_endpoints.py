@@ -9,13 +9,12 @@ endpoints; the router's 405 and its matching on the canonical path.
 
 from __future__ import annotations
 
-import json
 import uuid
 
 import pytest
 
 from tests.functional.conftest import DEMO_INI, EXAMPLES_DIR, demo_server_env, migrated_registry, sqlite_url
-from tests.support.servers import GunicornServer
+from tests.support.servers import GunicornServer, call
 
 ENDPOINTS = ["public", "admin"]
 V226 = {"OpenStack-API-Version": "compute 2.26"}
@@ -41,15 +40,6 @@ def servers(tmp_path_factory):
     finally:
         for server in started.values():
             server.stop()
-
-
-def call(server, method, target, body=None, headers=None):
-    """One request; a dict *body* goes as JSON."""
-    headers = dict(headers or {})
-    if isinstance(body, dict):
-        body = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    return server.request(method, target, headers, body)
 
 
 @pytest.fixture

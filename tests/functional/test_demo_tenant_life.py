@@ -22,7 +22,6 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
@@ -31,16 +30,10 @@ import sqlalchemy as sa
 from tenancy_mw.core import sql
 from tenancy_mw.tenants.registry import PURGE_STEPS, TenantRegistry
 from tests.conftest import require
-from tests.functional.conftest import (
-    BACKENDS,
-    DEMO_INI,
-    EXAMPLES_DIR,
-    demo_server_env,
-    migrated_registry,
-    sqlite_url,
-)
+from tests.functional.conftest import BACKENDS, EXAMPLES_DIR
 from tests.support import databases
-from tests.support.servers import GunicornServer
+from tests.support.demo import DemoServers, serve_demo
+from tests.support.servers import call
 
 #: The tenant cache TTL the servers run with, in seconds.
 CACHE_TTL = 1.0
@@ -49,63 +42,13 @@ V226 = {"OpenStack-API-Version": "compute 2.26"}
 SERVER_ID = "0b9f6f1e-3c3b-4c9e-9a57-1f1d6c1e0a11"
 
 
-@dataclass
-class Demo:
-    """The public and admin servers of one backend, their settings, and where they keep things."""
-
-    public: GunicornServer
-    admin: GunicornServer
-    env: dict
-    database_url: str
-    registry_url: str
-
-
 @pytest.fixture(scope="module", params=BACKENDS)
 def demo(request, tmp_path_factory):
+    """The demo's public and admin servers on a database of the backend's own."""
     tmp = tmp_path_factory.mktemp("life-" + request.param)
-    made = None
-    if request.param == "sqlite":
-        database_url = sqlite_url(tmp / "demo.sqlite")
-    else:
-        made = databases.server_database(request.param, require)
-        database_url = next(made)
-    registry_url = migrated_registry(database_url, tmp)
-    env = demo_server_env(database_url, registry_url, tmp, CACHE_TTL)
-    servers = [
-        GunicornServer(DEMO_INI, name=name, workers=2, env=env, cwd=EXAMPLES_DIR, log_dir=tmp)
-        for name in ("main", "admin")
-    ]
-    try:
-        for server in servers:
-            server.start()
-        for server in servers:
-            wait_until_serving(server)
-        yield Demo(servers[0], servers[1], env, database_url, registry_url)
-        assert "Traceback" not in servers[0].log() + servers[1].log()
-    finally:
-        for server in servers:
-            server.stop()
-        if made is not None:
-            made.close()
-
-
-def wait_until_serving(server: GunicornServer) -> None:
-    """gunicorn listens before its workers have loaded the app: wait until it answers."""
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            assert server.request("GET", "/").status == 200
-            return
-        except OSError:
-            assert time.monotonic() < deadline, "the demo never answered:\n" + server.log()
-
-
-def call(server, method, target, body=None, headers=None):
-    headers = dict(headers or {})
-    if isinstance(body, dict):
-        body = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    return server.request(method, target, headers, body)
+    with databases.database_for(request.param, tmp, require) as database_url:
+        with serve_demo(tmp, database_url=database_url, cache_ttl=CACHE_TTL) as servers:
+            yield servers
 
 
 def code_of(response) -> str:
@@ -113,7 +56,7 @@ def code_of(response) -> str:
     return error["code"]
 
 
-def new_tenant(demo: Demo, servers: int = 2) -> tuple[str, list[dict]]:
+def new_tenant(demo: DemoServers, servers: int = 2) -> tuple[str, list[dict]]:
     """A tenant of the test's own with *servers* servers, the first tagged ``web``; the servers as listed."""
     tenant = "life-%s" % uuid.uuid4().hex[:8]
     assert call(demo.admin, "PUT", "/v2.1/" + tenant, {"tier": "gold"}).status == 201
@@ -133,7 +76,7 @@ def server_list(server, tenant: str) -> list[dict]:
     return [{key: s[key] for key in ("id", "name", "tags")} for s in answer.json()["servers"]]
 
 
-def stored(demo: Demo, tenant: str) -> dict:
+def stored(demo: DemoServers, tenant: str) -> dict:
     """What the demo's database holds of *tenant*: server ids (hidden or not), tags, tombstones."""
     engine = sa.create_engine(demo.database_url)
     try:
@@ -156,7 +99,7 @@ def stored(demo: Demo, tenant: str) -> dict:
     }
 
 
-def start_purge(demo: Demo, *args: str, pipeline: str = "admin", **env: str) -> subprocess.Popen:
+def start_purge(demo: DemoServers, *args: str, pipeline: str = "admin", **env: str) -> subprocess.Popen:
     """``tenants purge --paste api-paste.ini#PIPELINE ARGS`` in examples/, as an operator runs it, with the
     servers' settings (and *env*)."""
     return subprocess.Popen(
@@ -169,7 +112,7 @@ def start_purge(demo: Demo, *args: str, pipeline: str = "admin", **env: str) -> 
     )
 
 
-def purge(demo: Demo, *args: str, pipeline: str = "admin") -> subprocess.CompletedProcess:
+def purge(demo: DemoServers, *args: str, pipeline: str = "admin") -> subprocess.CompletedProcess:
     """Run the purge to its end."""
     process = start_purge(demo, *args, pipeline=pipeline)
     out, err = process.communicate(timeout=180)
@@ -181,7 +124,7 @@ def after_cache_ttl() -> None:
     time.sleep(CACHE_TTL + 0.2)
 
 
-def assert_gone_and_new_starts_empty(demo: Demo, tenant: str, old: list[dict]) -> None:
+def assert_gone_and_new_starts_empty(demo: DemoServers, tenant: str, old: list[dict]) -> None:
     """*tenant* is unknown, nothing of it is stored, and created again it has no server."""
     assert call(demo.admin, "GET", "/v2.1/" + tenant).status == 404
     assert stored(demo, tenant) == {"servers": [], "hidden": [], "tags": [], "tombstones": 0}
@@ -260,7 +203,7 @@ def test_purge_without_the_services_removal_is_refused(demo):
     assert "Traceback" not in refused.stderr + public.stderr + both.stderr + elsewhere.stderr
 
 
-def stopped_purge(demo: Demo, step: str) -> tuple[subprocess.Popen, threading.Thread]:
+def stopped_purge(demo: DemoServers, step: str) -> tuple[subprocess.Popen, threading.Thread]:
     """A purge command stopped (waiting to be killed) after *step* of its first tenant, and its stderr reader."""
     process = start_purge(demo, "--retention", "0", TENANCY_MW_TEST_PURGE_STOP_AT=step)
     said: list[str] = []
@@ -281,7 +224,7 @@ def stopped_purge(demo: Demo, step: str) -> tuple[subprocess.Popen, threading.Th
     return process, reader
 
 
-def check_while_stopped(demo: Demo, tenant: str, step: str, servers: list[dict]) -> None:
+def check_while_stopped(demo: DemoServers, tenant: str, step: str, servers: list[dict]) -> None:
     """The state a purge stopped after *step* leaves: never forgotten while servers remain, never restorable."""
     held = stored(demo, tenant)
     if step == "removed":
@@ -356,11 +299,11 @@ def test_restores_racing_a_purge_leave_every_tenant_whole(demo):
     assert answers[made[0][0]] != 200  # marked before any restore was sent
 
 
-def restore_into(demo: Demo, tenant: str, answers: dict) -> None:
+def restore_into(demo: DemoServers, tenant: str, answers: dict) -> None:
     answers[tenant] = call(demo.admin, "POST", "/v2.1/%s/action/restore" % tenant).status
 
 
-def wait_until_marked(demo: Demo, tenant: str) -> None:
+def wait_until_marked(demo: DemoServers, tenant: str) -> None:
     """Wait until the purge has marked *tenant* (read from the registry, as an operator's tenants show would)."""
     registry = TenantRegistry(demo.registry_url)
     try:

@@ -24,17 +24,11 @@ import uuid
 import pytest
 
 from tests.conftest import require
-from tests.functional.conftest import (
-    BACKENDS,
-    DEMO_INI,
-    EXAMPLES_DIR,
-    demo_server_env,
-    migrated_registry,
-    sqlite_url,
-)
+from tests.functional.conftest import BACKENDS
 from tests.support import databases
+from tests.support.demo import DemoServers, serve_demo
 from tests.support.registry import registry_snapshot
-from tests.support.servers import GunicornServer
+from tests.support.servers import call
 
 #: The tenant cache TTL the servers run with, in seconds.
 CACHE_TTL = 1.0
@@ -46,41 +40,23 @@ MANAGE = os.path.join(os.path.dirname(sys.executable), "tenancy-mw-manage")
 class Pair:
     """The public and admin servers of one backend, and the registry they share."""
 
-    def __init__(self, public: GunicornServer, admin: GunicornServer, registry_url: str) -> None:
-        self.public = public
-        self.admin = admin
-        self.registry_url = registry_url
+    def __init__(self, servers: DemoServers) -> None:
+        self.public = servers.public
+        self.admin = servers.admin
+        self.registry_url = servers.registry_url
+        self.logs = servers.logs
 
     def snapshot(self):
         return registry_snapshot(self.registry_url)
-
-    def logs(self) -> str:
-        return self.public.log() + self.admin.log()
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def pair(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pair-" + request.param)
-    made = None
-    if request.param == "sqlite":
-        database_url = sqlite_url(tmp / "demo.sqlite")
-    else:
-        made = databases.server_database(request.param, require)
-        database_url = next(made)
-    registry_url = migrated_registry(database_url, tmp)
-    env = dict(demo_server_env(database_url, registry_url, tmp, CACHE_TTL), TENANCY_DEMO_MOVE_DELAY=str(MOVE_DELAY))
-    servers = [GunicornServer(DEMO_INI, name=name, workers=2, env=env, cwd=EXAMPLES_DIR, log_dir=tmp)
-               for name in ("main", "admin")]
-    try:
-        for server in servers:
-            server.start()
-        yield Pair(servers[0], servers[1], registry_url)
-        assert "Traceback" not in servers[0].log() + servers[1].log()
-    finally:
-        for server in servers:
-            server.stop()
-        if made is not None:
-            made.close()
+    environment = {"TENANCY_DEMO_MOVE_DELAY": str(MOVE_DELAY)}
+    with databases.database_for(request.param, tmp, require) as database_url:
+        with serve_demo(tmp, environment=environment, database_url=database_url, cache_ttl=CACHE_TTL) as servers:
+            yield Pair(servers)
 
 
 def fresh(name: str) -> str:
@@ -88,12 +64,6 @@ def fresh(name: str) -> str:
     return "%s-%s" % (name, uuid.uuid4().hex[:8])
 
 
-def call(server, method, target, body=None, headers=None):
-    headers = dict(headers or {})
-    if isinstance(body, dict):
-        body = json.dumps(body).encode()
-        headers.setdefault("Content-Type", "application/json")
-    return server.request(method, target, headers, body)
 
 
 def code_of(response) -> str:

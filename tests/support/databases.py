@@ -19,6 +19,7 @@ Fixtures (in ``tests/conftest.py``, so every test can use them):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import Iterator
@@ -85,3 +86,17 @@ def server_database(backend: str, require) -> Iterator[str]:
         with engine.connect() as conn:
             conn.execute(sa.text(drop_sql % name))
         engine.dispose()
+
+
+@contextlib.contextmanager
+def database_for(backend: str, sqlite_dir, require) -> Iterator[str]:
+    """The URL of a fresh database on *backend*: a new SQLite file in *sqlite_dir*, or a server
+    database of :func:`server_database`, dropped on exit."""
+    if backend == "sqlite":
+        yield sqlite_url(os.path.join(str(sqlite_dir), "demo.sqlite"))
+        return
+    made = server_database(backend, require)
+    try:
+        yield next(made)
+    finally:
+        made.close()

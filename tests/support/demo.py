@@ -30,20 +30,52 @@ def _wait_until_serving(server: GunicornServer, attempts: int = 6) -> None:
         return
 
 
+class DemoServers(dict):
+    """The started pipelines by role (``servers["public"]``, ``servers.admin``) and what they run on."""
+
+    def __init__(self, env: dict[str, str], database_url: str, registry_url: str) -> None:
+        super().__init__()
+        self.env = env
+        self.database_url = database_url
+        self.registry_url = registry_url
+
+    @property
+    def public(self) -> GunicornServer:
+        return self["public"]
+
+    @property
+    def admin(self) -> GunicornServer:
+        return self["admin"]
+
+    def logs(self) -> str:
+        """What every server wrote so far."""
+        return "".join(server.log() for server in self.values())
+
+
 @contextlib.contextmanager
 def serve_demo(
-    state_dir, workers: int = 2, environment: dict[str, str] | None = None
-) -> Iterator[dict[str, GunicornServer]]:
+    state_dir,
+    workers: int = 2,
+    environment: dict[str, str] | None = None,
+    *,
+    database_url: str | None = None,
+    cache_ttl: float = 1.0,
+) -> Iterator[DemoServers]:
     """Start both pipelines (``{"public": server, "admin": server}``); stop them on exit.
 
-    *environment* adds to (or overrides) the servers' ``OS_<GROUP>__<OPTION>`` settings.
+    *database_url* is the demo's database (a SQLite file in *state_dir* by
+    default; see :func:`tests.support.databases.database_for`), *cache_ttl*
+    the tenant cache's; *environment* adds to (or overrides) the servers'
+    ``OS_<GROUP>__<OPTION>`` settings.  On a clean exit no server may have
+    logged a traceback.
     """
     from tests.functional.conftest import DEMO_INI, EXAMPLES_DIR, demo_server_env, migrated_registry, sqlite_url
 
-    database_url = sqlite_url(os.path.join(str(state_dir), "demo.sqlite"))
-    env = demo_server_env(database_url, migrated_registry(database_url, state_dir), state_dir)
+    database_url = database_url or sqlite_url(os.path.join(str(state_dir), "demo.sqlite"))
+    registry_url = migrated_registry(database_url, state_dir)
+    env = demo_server_env(database_url, registry_url, state_dir, cache_ttl)
     env.update(environment or {})
-    servers: dict[str, GunicornServer] = {}
+    servers = DemoServers(env, database_url, registry_url)
     try:
         for role, pipeline in PIPELINES:
             server = GunicornServer(
@@ -53,6 +85,7 @@ def serve_demo(
             server.start()
             _wait_until_serving(server)
         yield servers
+        assert "Traceback" not in servers.logs()
     finally:
         for server in servers.values():
             server.stop()

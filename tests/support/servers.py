@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import signal
 import socket
@@ -44,8 +45,6 @@ class Response:
     body: bytes
 
     def json(self):
-        import json
-
         return json.loads(self.body)
 
 
@@ -116,6 +115,15 @@ class GunicornServer:
     def request(self, method: str, target: str, headers: dict | None = None, body: bytes | None = None) -> Response:
         """Send *target* exactly as given (no client-side quoting or normalising)."""
         return http_request(self.port, method, target, headers, body, host=self.host)
+
+
+def call(server: GunicornServer, method: str, target: str, body=None, headers: dict | None = None) -> Response:
+    """One request to *server*; a dict *body* goes as JSON, with its ``Content-Type`` unless *headers* name one."""
+    headers = dict(headers or {})
+    if isinstance(body, dict):
+        body = json.dumps(body).encode()
+        headers.setdefault("Content-Type", "application/json")
+    return server.request(method, target, headers, body)
 
 
 def http_request(
