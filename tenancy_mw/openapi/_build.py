@@ -98,8 +98,8 @@ class Operation:
         self.responses.setdefault(str(status), ResponseDraft()).add(description, **details)
 
     def refuse(self, status: int | str, code: str, why: str, error_format: str, headers: dict | None = None) -> None:
-        """Add a JSON error answer: *status* with error *code* (a prefix ending in ``.`` for a family)."""
-        family = code + "*" if code.endswith(".") else code
+        """Add a JSON error answer: *status* with error *code* (a prefix ending in ``.`` or ``-`` for a family)."""
+        family = code + "*" if code.endswith((".", "-")) else code
         self.respond(status, "``%s``: %s" % (family, why), error_format=error_format, headers=headers)
 
     def parameter(self, parameter: dict) -> None:
@@ -253,6 +253,13 @@ def component_schemas() -> dict[str, dict]:
             "description": "A resource's tags, at most the tag store's max_tags (50 by default).",
         },
         "ApiWgErrors": _api_wg_errors(),
+        "NovaFault": {
+            "type": "object",
+            "minProperties": 1,
+            "maxProperties": 1,
+            "additionalProperties": schema_ref("NovaFaultBody"),
+            "description": "nova's legacy fault body (error_format = nova): one member, named after the status.",
+        },
         "NovaFaultBody": {
             "type": "object",
             "required": ["code", "message"],

@@ -79,7 +79,6 @@ def _list_call(operation: Operation, fmt: str) -> Operation:
             "(bad-body, invalid-tag.*, duplicate-tag), or more than the store's max_tags (too-many).",
             fmt,
         )
-        operation.refuse(411, "tenancy.tags.length-required", "a chunked body without Content-Length.", fmt)
         operation.refuse(413, "tenancy.tags.body-too-large", "a body over 64 KiB.", fmt)
     else:
         operation.respond(204, "Every tag removed.")
