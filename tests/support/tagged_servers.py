@@ -57,7 +57,16 @@ class ServerService:
 
 def _answer(start_response, status: str, document: dict, headers: list | None = None):
     body = json.dumps(document).encode()
-    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *(headers or [])])
+    # X-Served-By tells the service's own answers (and their replays) from the filters'.
+    start_response(
+        status,
+        [
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(body))),
+            ("X-Served-By", "service"),
+            *(headers or []),
+        ],
+    )
     return [body]
 
 

@@ -242,6 +242,9 @@ def problems(document: dict, answer: tuple) -> tuple[tuple | None, list[str]]:
     if key is None:
         return None, ["%s: status not listed for %s %s" % (where, method, template)]
     response, found = operation["responses"][key], []
+    if key == "default" and "X-Served-By" not in headers:
+        # "default" is the service's own answer: a filter's must be listed by its status.
+        return None, ["%s: a filter's answer that %s %s does not list" % (where, method, template)]
     listed = {name.lower() for name in response.get("headers", {})}
     others = {name.lower() for name in headers} - UNLISTED - listed
     if key == "default":
