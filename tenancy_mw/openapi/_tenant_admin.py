@@ -167,87 +167,44 @@ def _move(middleware: Any, depth: int, path: str, method: str) -> Operation:
     fmt, headers = middleware.error_format, version_headers(middleware)
     resource = "{resource_path}" in path
     what = "a resource" if resource else "all of a tenant's resources"
-    move = Operation(
-        path,
-        method,
-        depth,
-        "admin",
-        ("Move %s to another tenant" if method == "post" else "Show the move action document of %s") % what,
-    )
-    move.parameter(
-        {
-            "name": "dest",
-            "in": "query",
-            "required": True,
-            "description": "The destination tenant.",
-            "schema": schema_ref("TenantId"),
-        }
-    )
+    summary = "Move %s to another tenant" if method == "post" else "Show the move action document of %s"
+    move = Operation(path, method, depth, "admin", summary % what)
+    destination = {"name": "dest", "in": "query", "required": True, "description": "The destination tenant."}
+    move.parameter({**destination, "schema": schema_ref("TenantId")})
     if method == "post":
-        move.parameter(
-            {
-                "name": "If-Match",
-                "in": "header",
-                "required": False,
-                "schema": {"type": "string"},
-                "description": "The move action document's ETag: move only if nothing changed since.",
-            }
-        )
-        location = header("The new home: the resource's new URL, or the destination tenant's.")
-        move.respond(303, "Moved.", schema=schema_ref("Redirect"), headers={"Location": location})
-        move.refuse(
-            412,
-            "tenancy.move-precondition-failed",
-            "the move changed since If-Match's ETag was read (the current ETag in ETag).",
-            fmt,
-            {**headers, "ETag": header("The current ETag.")},
-        )
-        move.refuse(400, "tenancy.bad-if-match", "If-Match is not * or a list of entity tags.", fmt, headers)
-        move.refuse(
-            "4XX",
-            "tenancy.move-refused",
-            "the service's move provider refused (its own 4xx; 409 when it gives another).",
-            fmt,
-            headers,
-        )
+        _move_post(move, fmt, headers)
     else:
-        move.respond(
-            200,
-            "The move action document.",
-            schema=schema_ref("MoveDocument"),
-            headers={
-                "ETag": header("The document's strong entity tag, for If-Match."),
-                "Cache-Control": header("no-cache."),
-            },
-        )
-    move.refuse(
-        400,
-        "tenancy.move-",
-        "dest is missing, repeated, the source itself, not a valid tenant id, or the query is not UTF-8.",
-        fmt,
-        headers,
-    )
-    move.refuse(
-        404,
-        "tenancy.",
-        "the source tenant (tenancy.tenant-not-found) or the destination "
-        "(tenancy.move-destination-not-found) does not exist.",
-        fmt,
-        headers,
-    )
+        etag = header("The document's strong entity tag, for If-Match.")
+        move.respond(200, "The move action document.", schema=schema_ref("MoveDocument"),
+                     headers={"ETag": etag, "Cache-Control": header("no-cache.")})  # fmt: skip
+    move.refuse(400, "tenancy.move-", "dest is missing, repeated, the source itself, not a valid tenant id, or the "
+                "query is not UTF-8.", fmt, headers)  # fmt: skip
+    move.refuse(404, "tenancy.tenant-not-found", "the source tenant does not exist.", fmt, headers)
+    move.refuse(404, "tenancy.move-destination-not-found", "the destination tenant does not exist.", fmt, headers)
     move.refuse(409, "tenancy.move-destination-deleted", "the destination tenant is deleted.", fmt, headers)
     move.refuse(410, "tenancy.tenant-deleted", "the source tenant is deleted.", fmt, headers)
     move.refuse(500, "tenancy.admin-failed", "the move provider failed (the service log tells why).", fmt, headers)
     if resource:
         move.refuse(404, "tenancy.move-resource-not-found", "the tenant has no such resource.", fmt, headers)
         move.refuse(410, "tenancy.move-resource-deleted", "the resource is deleted.", fmt, headers)
-        move.respond(
-            301,
-            "The resource moved: its move URL at the new place.",
-            schema=schema_ref("Redirect"),
-            headers={"Location": header("The move URL of the resource's new place.")},
-        )
+        location = header("The move URL of the resource's new place.")
+        move.respond(301, "The resource moved: its move URL at the new place.", schema=schema_ref("Redirect"),
+                     headers={"Location": location})  # fmt: skip
     return move
+
+
+def _move_post(move: Operation, fmt: str, headers: dict) -> None:
+    """What only the ``POST`` of a move answers: ``303``, ``If-Match`` and ``412``, the provider's refusal."""
+    condition = "The move action document's ETag: move only if nothing changed since."
+    move.parameter({"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"},
+                    "description": condition})  # fmt: skip
+    location = header("The new home: the resource's new URL, or the destination tenant's.")
+    move.respond(303, "Moved.", schema=schema_ref("Redirect"), headers={"Location": location})
+    move.refuse(412, "tenancy.move-precondition-failed", "the move changed since If-Match's ETag was read (the "
+                "current ETag in ETag).", fmt, {**headers, "ETag": header("The current ETag.")})  # fmt: skip
+    move.refuse(400, "tenancy.bad-if-match", "If-Match is not * or a list of entity tags.", fmt, headers)
+    move.refuse("4XX", "tenancy.move-refused", "the service's move provider refused (its own 4xx; 409 when it "
+                "gives another).", fmt, headers)  # fmt: skip
 
 
 def contribute(middleware: Any, depth: int, context: Context) -> None:
