@@ -8,11 +8,15 @@ into every answer it can give: each operation of the description with
 each request that makes a filter refuse, redirect or answer.  Every
 answer must be one its operation lists (status, headers, body valid
 against the listed schema, error code among the listed ones), and every
-(path, method, status) listed must be reached.  Twice: the API-WG error
-shape, and nova's with microversions and no representations.
+(path, method, status) listed must be reached.  Three pipelines
+(:data:`VARIANTS`): the API-WG error shape; nova's with microversions and
+no representations; a public endpoint (``admin_cull`` in front, no admin
+API, a tenant id pattern, the token's project checked, ``422`` for a
+reused token).
 
-Each request runs in a world of its own (a fresh SQLite registry and tag
-store, seeded through the API), so the order of the cases never matters.
+Each call's requests run in a world of their own (a fresh SQLite registry
+and tag store, seeded through an admin endpoint), so no call's requests
+change what another's find.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import pytest
 from oslo_middleware.request_id import RequestId
 
 from tenancy_mw import migrations
+from tenancy_mw.cull.filter import AdminCull
 from tenancy_mw.idempotency import Idempotency
 from tenancy_mw.idempotency.fingerprint import fingerprint
 from tenancy_mw.idempotency.records import Record
@@ -39,58 +44,69 @@ from tests.support.tagged_servers import ServerService
 from tests.support.wsgi import call, make_environ
 
 MICROVERSIONS = "v2.1 compute 2.1 2.95 X-OpenStack-Nova-API-Version"
-VARIANTS = {
-    "api-wg": ({}, {}),
-    "nova": ({"error_format": "nova", "microversions": MICROVERSIONS}, {"representations": "false"}),
-}
+#: The pipelines described and driven: options for every filter ("common") and for each one; with or
+#: without admin_cull in front.  "public" is a public endpoint: no admin API, tenants checked harder.
+VARIANTS: dict[str, dict] = {
+    "api-wg": {},
+    "nova": {"common": {"error_format": "nova", "microversions": MICROVERSIONS},
+             "tenant_admin": {"representations": "false"}},
+    "public": {"admin_cull": {}, "tenant_admin": {"admin_api": "false"}, "idempotency": {"mismatch_status": "422"},
+               "tenant_path": {"tenant_id_pattern": "[a-z0-9-]+", "check_token_project": "true"}},
+}  # fmt: skip
 #: Headers every answer may carry that no operation lists: the entity's own, and oslo.middleware's request id.
 UNLISTED = {"content-type", "content-length", "x-openstack-request-id"}
 DEFAULTS = {"version": "v2.1", "tenant_id": "acme", "resource_id": "s1", "tag": "red", "resource_path": "servers/s1"}
+PROVIDER = "tests.support.tagged_servers:ServerMoves"
 
 
 class World:
     """One pipeline over fresh databases: *kind* ``good``, ``broken_registry`` or ``broken_stores``."""
 
     def __init__(self, folder, template, variant: str, kind: str) -> None:
-        common, admin_options = VARIANTS[variant]
-        registry = folder / "tenants.sqlite"
+        variant_options = VARIANTS[variant]
+
+        def options(name: str) -> dict:
+            return {**variant_options.get("common", {}), **variant_options.get(name, {})}
+
+        self.registry = "sqlite:///%s" % (folder / "tenants.sqlite")
         if kind == "broken_registry":
-            registry.touch()  # no tables: every registry read fails
+            (folder / "tenants.sqlite").touch()  # no tables: every registry read fails
         else:
-            shutil.copy(template, registry)
-        self.tag_store = TagStore(
-            "sqlite:///%s" % (folder / "tags.sqlite"), max_tags=3, create_tables=kind != "broken_stores"
-        )
-        self.service = ServerService(self.tag_store, common.get("error_format", "api-wg"))
-        store = (
-            {"backend": "memcached", "memcached_servers": "127.0.0.1:9", "secret": "s", "store_timeout": "0.2"}
-            if kind == "broken_stores"
-            else {"backend": "memory"}
-        )
+            shutil.copy(template, folder / "tenants.sqlite")
+        tags = "sqlite:///%s" % (folder / "tags.sqlite")
+        self.tag_store = TagStore(tags, max_tags=3, create_tables=kind != "broken_stores")
+        self.service = ServerService(self.tag_store, options("tag_query").get("error_format", "api-wg"))
+        store = {"backend": "memory"}
+        if kind == "broken_stores":
+            store = {"backend": "memcached", "memcached_servers": "127.0.0.1:9", "secret": "s", "store_timeout": "0.2"}
         self.idempotency = Idempotency(
-            TagQueryFilter(self.service, common), {**common, **store, "max_body_bytes": "2000"}
+            TagQueryFilter(self.service, options("tag_query")),
+            {**options("idempotency"), **store, "max_body_bytes": "2000"},
         )
-        self.admin = TenantAdmin(
-            self.idempotency,
-            {
-                **common,
-                **admin_options,
-                "connection": "sqlite:///%s" % registry,
-                "max_body_bytes": "1024",
-                "move_provider": "tests.support.tagged_servers:ServerMoves",
-            },
-        )
-        self.app = RequestId(TenantPath(self.admin, common))
+        admin = {"connection": self.registry, "max_body_bytes": "1024", "move_provider": PROVIDER}
+        self.admin = TenantAdmin(self.idempotency, {**options("tenant_admin"), **admin})
+        app = TenantPath(self.admin, options("tenant_path"))
+        if "admin_cull" in variant_options:
+            app = AdminCull(app, options("admin_cull"))
+        self.app = RequestId(app)
         self.answers: list[tuple] = []
         if kind != "broken_registry":
-            self._seed()
+            self._seed(tag=kind == "good")
 
-    def _seed(self) -> None:
-        for tenant in ("acme", "dest", "gone", "moved", "full", "boom"):
-            self.send("PUT", "/v2.1/" + tenant, body=b"{}")
-        self.send("DELETE", "/v2.1/gone")
-        self.send("POST", "/v2.1/moved/action/move?dest=dest")
-        self.send("PUT", "/v2.1/acme/servers/s1/tags/red")
+    def _seed(self, tag: bool) -> None:
+        """Tenants, a deleted one, one moved away, a tag: made through an admin endpoint of the same registry."""
+        seeder = TenantAdmin(self.service, {"connection": self.registry, "move_provider": PROVIDER})
+        app = TenantPath(seeder, {})
+        try:
+            requests = [
+                ("PUT", "/v2.1/" + tenant, b"{}") for tenant in ("acme", "dest", "gone", "moved", "full", "boom")
+            ]
+            requests += [("DELETE", "/v2.1/gone", b""), ("POST", "/v2.1/moved/action/move?dest=dest", b"")]
+            requests += [("PUT", "/v2.1/acme/servers/s1/tags/red", b"")] if tag else []
+            for method, target, body in requests:
+                assert call(app, make_environ(method, target, (), body))[0] < 400, (method, target)
+        finally:
+            seeder.close()
 
     def send(self, method: str, target: str, headers=(), body: bytes = b"", environ=None) -> tuple:
         """Send one request; keep ``(method, target, status, headers, body)``."""
@@ -117,8 +133,9 @@ def generic(world: World, template: str, method: str) -> None:
     """What any call is sent: as is, under unknown, deleted and moved tenants, with a bad path and target."""
     data = b'{"tags": ["a"]}' if method in ("PUT", "POST") else b""
     world.send(method, fill(template), body=data)
-    for tenant in ("nobody", "gone", "moved", "x" * 256, "a%00b"):
+    for tenant in ("nobody", "gone", "moved", "x" * 256, "a%00b", "Not_Matching"):
         world.send(method, fill(template, tenant_id=tenant, resource_path="servers/s9"), body=data)
+    world.send(method, fill(template), [("X-Identity-Status", "Confirmed"), ("X-Project-Id", "other")], data)
     world.send(method, fill(template) + "?pad=" + "a" * 9000, body=data)
     if method in ("GET", "HEAD"):
         world.send(method, fill(template) + "?tags=")
@@ -327,7 +344,7 @@ def test_every_answer_the_description_lists_is_reached(driven):
     reached = {problems(document, answer)[0] for answer in answers} - {None}
     missing = sorted(documented(document) - reached)
     assert not missing, "described but never answered:\n%s" % "\n".join(map(str, missing))
-    assert len(reached) > 100
+    assert len(reached) > 80  # the set is not empty by accident
 
 
 def test_other_methods_are_refused_with_the_described_methods_allowed(driven, template, tmp_path):
