@@ -15,10 +15,11 @@ from tenancy_mw.tags.filter import TagQueryFilter
 from tenancy_mw.tenants.admin.filter import TenantAdmin
 from tenancy_mw.tenants.moves import MoveProvider
 from tenancy_mw.tenants.path_filter import TenantPath
+from tenancy_mw.tenants.removal import TenantRemoval
 
 
-class ExampleMoves(MoveProvider):
-    """A move provider in name only: describing a pipeline never calls it."""
+class ExampleMoves(MoveProvider, TenantRemoval):
+    """A move provider (and tenant removal) in name only: describing a pipeline never calls it."""
 
     def __init__(self, application) -> None:
         self.application = application
@@ -33,6 +34,15 @@ class ExampleMoves(MoveProvider):
         raise NotImplementedError
 
     def move_tenant(self, tenant_id, dest_tenant_id):
+        raise NotImplementedError
+
+    def hide_resources(self, tenant_id):
+        raise NotImplementedError
+
+    def restore_resources(self, tenant_id):
+        raise NotImplementedError
+
+    def purge_resources(self, tenant_id):
         raise NotImplementedError
 
 
