@@ -40,7 +40,15 @@ from types import ModuleType
 from typing import Any
 
 from tenancy_mw.core.paths import DEFAULT_VERSION_PATTERN
-from tenancy_mw.openapi import _admin_cull, _idempotency, _tag_api, _tag_query, _tenant_admin, _tenant_path
+from tenancy_mw.openapi import (
+    _admin_cull,
+    _id_resolver,
+    _idempotency,
+    _tag_api,
+    _tag_query,
+    _tenant_admin,
+    _tenant_path,
+)
 from tenancy_mw.openapi._build import Context, Operation, component_schemas, render
 
 __all__ = ["OPENAPI_VERSION", "describe_pipeline", "merge"]
@@ -48,14 +56,19 @@ __all__ = ["OPENAPI_VERSION", "describe_pipeline", "merge"]
 #: The OpenAPI version of every fragment.
 OPENAPI_VERSION = "3.1.0"
 
-# Each filter's describer, by the filter's opt_group: operations() it answers, contribute() to the ones it passes.
+# Each filter's describer, by the filter's opt_group: operations() it answers, contribute() to the ones it passes
+# on, and (id_resolver) extend() with path items and responses of its own.
 _DESCRIBERS: dict[str, ModuleType] = {
+    "id_resolver": _id_resolver,
     "tenant_path": _tenant_path,
     "admin_cull": _admin_cull,
     "tenant_admin": _tenant_admin,
     "idempotency": _idempotency,
     "tag_query": _tag_query,
 }
+
+# The keys of a path item that are operations (the others: parameters, description, ...).
+_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 
 # The most objects followed along .application (a loop is never followed twice).
 _LONGEST_CHAIN = 200
@@ -137,13 +150,20 @@ def describe_pipeline(app: Any, *, tag_collections: tuple[str, ...] | list[str] 
     # Innermost first: a filter's contribution covers what the ones after it answer (Idempotent-Replayed).
     for depth, middleware in reversed(filters):
         _DESCRIBERS[middleware.opt_group].contribute(middleware, depth, context)
-    paths: dict[str, dict] = {}
+    for depth, middleware in filters:
+        extend = getattr(_DESCRIBERS[middleware.opt_group], "extend", None)
+        if extend is not None:
+            extend(middleware, depth, context)
+    paths: dict[str, dict] = {path: dict(item) for path, item in context.path_items.items()}
     for operation in context.operations:
         paths.setdefault(operation.path, {})[operation.method] = render(operation, context)
+    components: dict[str, dict] = {"schemas": component_schemas()}
+    if context.responses:
+        components["responses"] = dict(sorted(context.responses.items()))
     return {
         "openapi": OPENAPI_VERSION,
         "paths": {path: paths[path] for path in sorted(paths)},
-        "components": {"schemas": component_schemas()},
+        "components": components,
     }
 
 
@@ -167,7 +187,8 @@ def merge(document: dict, *fragments: dict) -> dict:
             target = merged.setdefault("paths", {}).setdefault(path, {})
             for method, operation in item.items():
                 if method in target and target[method] != operation:
-                    raise ValueError("%s %s is described differently in two documents" % (method.upper(), path))
+                    what = "%s %s" % (method.upper(), path) if method in _METHODS else "the %s of %s" % (method, path)
+                    raise ValueError("%s is described differently in two documents" % what)
                 target[method] = copy.deepcopy(operation)
         for section, entries in fragment.get("components", {}).items():
             target = merged.setdefault("components", {}).setdefault(section, {})

@@ -22,6 +22,7 @@ __all__ = [
     "Operation",
     "ResponseDraft",
     "component_schemas",
+    "error_response",
     "render",
     "schema_ref",
 ]
@@ -122,6 +123,10 @@ class Context:
     #: The ``error_format`` the tag API is described with.
     tag_error_format: str
     operations: list[Operation] = field(default_factory=list)
+    #: Path items without operations of their own (``id_resolver``'s routes), by path.
+    path_items: dict[str, dict] = field(default_factory=dict)
+    #: Reusable responses (``components/responses``), by name.
+    responses: dict[str, dict] = field(default_factory=dict)
 
     def path(self, *segments: str) -> str:
         """The path template of *segments* below the version (and tenant, when the layout has it)."""
@@ -171,6 +176,15 @@ def _error_schema(status: int, error_format: str) -> dict:
         }
     pinned = {"properties": {"errors": {"items": {"properties": {"status": {"const": status}}}}}}
     return {"allOf": [schema_ref("ApiWgErrors"), pinned]}
+
+
+def error_response(status: int, description: str, error_format: str, headers: dict[str, dict]) -> dict:
+    """A response object of a JSON error of *status* in *error_format*, with *headers*."""
+    return {
+        "description": description,
+        "headers": dict(sorted(headers.items())),
+        "content": {"application/json": {"schema": _error_schema(status, error_format)}},
+    }
 
 
 def _render_response(status: str, draft: ResponseDraft, method: str) -> dict:

@@ -26,8 +26,8 @@ import re
 import shutil
 import time
 
-import jsonschema
 import pytest
+from openapi_spec_validator import validate
 from oslo_middleware.request_id import RequestId
 
 from tenancy_mw import migrations
@@ -40,6 +40,7 @@ from tenancy_mw.tags.filter import TagQueryFilter
 from tenancy_mw.tags.store import TagStore
 from tenancy_mw.tenants.admin.filter import TenantAdmin
 from tenancy_mw.tenants.path_filter import TenantPath
+from tests.support.openapi_checks import UNLISTED, body_problems, documented, response_key, template_of
 from tests.support.tagged_servers import ServerService
 from tests.support.wsgi import call, make_environ
 
@@ -53,8 +54,6 @@ VARIANTS: dict[str, dict] = {
     "public": {"admin_cull": {}, "tenant_admin": {"admin_api": "false"}, "idempotency": {"mismatch_status": "422"},
                "tenant_path": {"tenant_id_pattern": "[a-z0-9-]+", "check_token_project": "true"}},
 }  # fmt: skip
-#: Headers every answer may carry that no operation lists: the entity's own, and oslo.middleware's request id.
-UNLISTED = {"content-type", "content-length", "x-openstack-request-id"}
 DEFAULTS = {"version": "v2.1", "tenant_id": "acme", "resource_id": "s1", "tag": "red", "resource_path": "servers/s1"}
 PROVIDER = "tests.support.tagged_servers:ServerMoves"
 
@@ -226,27 +225,6 @@ def exercise(world: World, template: str, method: str, kind: str) -> None:
 # --- the checks ----------------------------------------------------------------------------------
 
 
-def template_of(document: dict, target: str) -> str:
-    """The path template of *document* that *target* is a call of (the most literal one)."""
-    path, found = target.partition("?")[0], []
-    for template in document["paths"]:
-        pattern = re.sub(
-            r"\\{(\w+)\\}", lambda m: ".+" if m.group(1) == "resource_path" else "[^/]+", re.escape(template)
-        )
-        if re.fullmatch(pattern, path):
-            found.append((len(re.sub(r"{\w+}", "", template)), template))
-    assert found, "%s is a call of no path of the description" % target
-    return max(found)[1]
-
-
-def response_key(responses: dict, status: int) -> str | None:
-    """The key of *responses* that lists *status*: itself, its class (``4XX``), or ``default``."""
-    for key in (str(status), "%dXX" % (status // 100), "default"):
-        if key in responses:
-            return key
-    return None
-
-
 def problems(document: dict, answer: tuple) -> tuple[tuple | None, list[str]]:
     """``((template, method, key), [what the description does not list])`` of one answer."""
     method, target, status, headers, body = answer
@@ -273,33 +251,6 @@ def problems(document: dict, answer: tuple) -> tuple[tuple | None, list[str]]:
     return (template, method.lower(), key), found
 
 
-def body_problems(document: dict, response: dict, value, where: str) -> list[str]:
-    """What is wrong with the JSON body *value* of an answer listed as *response*."""
-    content = response.get("content")
-    if content is None:
-        return ["%s: a body where none is described" % where]
-    schema = {**content["application/json"]["schema"], "components": document["components"]}
-    errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(value)]
-    if errors:
-        return ["%s: body %s: %s" % (where, json.dumps(value)[:200], errors[:2])]
-    if isinstance(value, dict) and "errors" in value:
-        code = value["errors"][0]["code"]
-        allowed = re.findall(r"``([a-z0-9.*-]+)``", response["description"])
-        if not any(code == a or (a.endswith("*") and code.startswith(a[:-1])) for a in allowed):
-            return ["%s: error code %s is none of %s" % (where, code, allowed)]
-    return []
-
-
-def documented(document: dict) -> set[tuple[str, str, str]]:
-    """Every (path, method, status key) the description lists."""
-    return {
-        (path, method, key)
-        for path, item in document["paths"].items()
-        for method, operation in item.items()
-        for key in operation["responses"]
-    }
-
-
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
     path = tmp_path_factory.mktemp("registry") / "template.sqlite"
@@ -315,6 +266,7 @@ def driven(request, template, tmp_path_factory):
     (folder / "describe").mkdir()
     first = World(folder / "describe", template, variant, "good")
     document = describe_pipeline(first.app, tag_collections=("servers",))
+    validate({**document, "info": {"title": variant, "version": "1"}})
     answers = list(first.answers)
     first.close()
     count = 0
