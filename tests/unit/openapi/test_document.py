@@ -160,6 +160,13 @@ def test_the_tag_schema_is_the_rules_of_validate_tag(value):
     assert jsonschema.Draft202012Validator(schema).is_valid(value) is valid
 
 
+def test_every_filter_has_a_describer():
+    from tenancy_mw import opts
+    from tenancy_mw.openapi import _DESCRIBERS
+
+    assert {cls.opt_group for cls in opts.FILTERS} == set(_DESCRIBERS)
+
+
 def test_the_replay_header_is_the_filters():
     assert DESCRIBED_REPLAYED_HEADER == REPLAYED_HEADER
 
