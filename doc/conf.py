@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import Directive
 
 import tenancy_mw
+
+# doc/openapi_example.py (the example pipeline of openapi.rst) and its move provider import from here.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # reno reads the notes from git history; an unpacked sdist has none.
 HAS_GIT = (Path(__file__).resolve().parent.parent / ".git").exists()
@@ -55,7 +60,30 @@ class NoGitReleaseNotes(Directive):
         return [nodes.paragraph(text=text)]
 
 
+class OpenAPIExample(Directive):
+    """``.. openapi-example::``: the OpenAPI document of doc/openapi_example.py, made at build time.
+
+    A list of the calls with the statuses each answers, then the whole document as JSON.
+    """
+
+    def run(self) -> list[nodes.Node]:
+        import openapi_example
+
+        document = openapi_example.document()
+        calls = nodes.bullet_list()
+        for path, item in document["paths"].items():
+            for method, operation in item.items():
+                line = nodes.paragraph()
+                line += nodes.literal(text="%s %s" % (method.upper(), path))
+                line += nodes.Text(": %s (%s)" % (operation["summary"], ", ".join(operation["responses"])))
+                calls += nodes.list_item("", line)
+        text = json.dumps(document, indent=1, ensure_ascii=False)
+        block = nodes.literal_block(text, text, language="json")
+        return [calls, block]
+
+
 def setup(app):  # noqa: ANN001, ANN201 - Sphinx's hook
-    """Stand in for reno's directive in a tree without git history (an unpacked sdist)."""
+    """Add ``openapi-example``; stand in for reno's directive in a tree without git history (an unpacked sdist)."""
+    app.add_directive("openapi-example", OpenAPIExample)
     if not HAS_GIT:
         app.add_directive("release-notes", NoGitReleaseNotes)

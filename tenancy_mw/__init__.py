@@ -19,6 +19,8 @@ storage and its ``tenancy-mw-manage`` verbs, over one small core
   database ids across cells, gated by microversion);
 - :mod:`tenancy_mw.paste_deploy`: the recipe and checker of a service's
   ``api-paste.ini``;
+- :mod:`tenancy_mw.openapi`: OpenAPI 3.1 descriptions of what the filters
+  of a pipeline add to a service's API, for its API reference;
 - :mod:`tenancy_mw.core`: the base class, errors, canonical paths, request
   bodies and SQL helpers every capability uses.
 

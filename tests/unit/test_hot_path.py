@@ -52,6 +52,7 @@ def test_pure_helpers_import_no_wsgi_machinery():
         "import tenancy_mw.idempotency.tokens, tenancy_mw.idempotency.fingerprint, tenancy_mw.idempotency.records\n"
         "import tenancy_mw.idempotency.stores, tenancy_mw.idempotency.sql_store\n"
         "import tenancy_mw.tags.model, tenancy_mw.tags.store\n"
+        "import tenancy_mw.openapi\n"
         "wsgi = ('webob', 'oslo_middleware', 'paste', 'oslo_config')\n"
         "loaded = sorted(m for m in set(sys.modules) - before if m.split('.')[0] in wsgi)\n"
         "print(loaded)\n"

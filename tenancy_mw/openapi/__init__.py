@@ -1,0 +1,199 @@
+"""OpenAPI 3.1 descriptions of the HTTP APIs the tenancy_mw filters add to a service.
+
+A service that runs the filters gains calls of its own (the tenant admin
+API, the moves, the tag API), request parameters and headers (the tag
+query, ``X-Client-Token``/``Idempotency-Key``, the version headers) and
+answers (the filters' errors in their ``error_format``, ``301``,
+``Idempotent-Replayed``).  :func:`describe_pipeline` reads them from the
+filters of a built pipeline, with each filter's own options, as an
+OpenAPI fragment; :func:`merge` adds fragments to the service's own
+document.  Pure: no WSGI machinery, no SQL (the filters are read, never
+called).
+
+Example, a pipeline of ``tenant_path`` and ``tag_query`` over a service
+mounting the tag API of its servers::
+
+    >>> from tenancy_mw.tags.filter import TagQueryFilter
+    >>> from tenancy_mw.tenants.path_filter import TenantPath
+    >>> def service(environ, start_response):
+    ...     start_response("200 OK", [])
+    ...     return [b""]
+    >>> pipeline = TenantPath(TagQueryFilter(service, {}), {})
+    >>> fragment = describe_pipeline(pipeline, tag_collections=("servers",), prefix="/compute")
+    >>> sorted(fragment["paths"])[:2]
+    ['/compute/{version}/{tenant_id}/servers', '/compute/{version}/{tenant_id}/servers/{resource_id}/tags']
+    >>> [p["name"] for p in fragment["paths"]["/compute/{version}/{tenant_id}/servers"]["get"]["parameters"]][2:]
+    ['tags', 'tags-any', 'not-tags', 'not-tags-any']
+    >>> document = merge({"openapi": OPENAPI_VERSION, "info": {"title": "Compute", "version": "2.1"}}, fragment)
+    >>> document["info"]["title"], len(document["paths"])
+    ('Compute', 3)
+
+``doc/openapi.rst`` says what the fragments hold and how a service
+publishes them.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from types import ModuleType
+from typing import Any
+
+from tenancy_mw.core.paths import DEFAULT_VERSION_PATTERN
+from tenancy_mw.openapi import (
+    _admin_cull,
+    _id_resolver,
+    _idempotency,
+    _tag_api,
+    _tag_query,
+    _tenant_admin,
+    _tenant_path,
+)
+from tenancy_mw.openapi._build import Context, Operation, component_schemas, render
+
+__all__ = ["OPENAPI_VERSION", "describe_pipeline", "merge"]
+
+#: The OpenAPI version of every fragment.
+OPENAPI_VERSION = "3.1.0"
+
+# Each filter's describer, by the filter's opt_group: operations() it answers, contribute() to the ones it passes
+# on, and (id_resolver) extend() with path items and responses of its own.
+_DESCRIBERS: dict[str, ModuleType] = {
+    "id_resolver": _id_resolver,
+    "tenant_path": _tenant_path,
+    "admin_cull": _admin_cull,
+    "tenant_admin": _tenant_admin,
+    "idempotency": _idempotency,
+    "tag_query": _tag_query,
+}
+
+# The keys of a path item that are operations (the others: parameters, description, ...).
+_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
+
+# The most objects followed along .application (a loop is never followed twice).
+_LONGEST_CHAIN = 200
+
+
+def _chain(app: Any) -> tuple[list[Any], int]:
+    """The tenancy_mw filters met following ``.application`` from *app*, outermost first; and the chain's length."""
+    found, seen, depth = [], set(), 0
+    while app is not None and id(app) not in seen and depth < _LONGEST_CHAIN:
+        seen.add(id(app))
+        if getattr(app, "opt_group", None) in _DESCRIBERS and hasattr(app, "options"):
+            found.append((depth, app))
+        app = getattr(app, "application", None)
+        depth += 1
+    return found, depth
+
+
+def _context(filters: list, prefix: str, tag_collections: tuple[str, ...]) -> Context:
+    """The URL layout of the chain: ``tenant_path``'s, else ``tenant_admin``'s, else the defaults."""
+    by_group: dict[str, Any] = {}
+    for _, middleware in filters:
+        by_group.setdefault(middleware.opt_group, middleware)
+    layout = by_group.get("tenant_path") or by_group.get("tenant_admin")
+    options = layout.options if layout is not None else None
+    pattern = options.version_pattern if options is not None else DEFAULT_VERSION_PATTERN
+    mount = [segment for segment in prefix.split("/") if segment]
+    formats = [m.error_format for m in (by_group.get("tag_query"), *by_group.values()) if m is not None]
+    return Context(
+        prefix="/" + "/".join(mount) if mount else "",
+        version_pattern=pattern,
+        version_in_path=not (mount and re.fullmatch(pattern, mount[-1])),
+        tenant_in_path=options is None or options.tenant_in_path != "never",
+        tenant_id_pattern=options.tenant_id_pattern if options is not None else None,
+        tag_collections=tuple(tag_collections),
+        tag_error_format=formats[0] if formats else "api-wg",
+    )
+
+
+def _service_operations(context: Context, depth: int, filters: list) -> list[Operation]:
+    """The calls of the service the filters act on: each tag collection's list (and create, when guarded)."""
+    guarded = any(
+        m.opt_group == "idempotency" and "POST" in {x.strip().upper() for x in m.options.methods} for _, m in filters
+    )
+    found = []
+    for collection in context.tag_collections:
+        path = context.tenant_path(collection) if context.tenant_in_path else context.path(collection)
+        listing = Operation(path, "get", depth, "list", "List %s" % collection)
+        listing.respond("default", "The service's own answer.")
+        found.append(listing)
+        if guarded:
+            create = Operation(path, "post", depth, "service", "Create a resource of %s" % collection)
+            create.respond("default", "The service's own answer.")
+            found.append(create)
+        found += _tag_api.operations(collection, depth, context)
+    return found
+
+
+def describe_pipeline(app: Any, *, tag_collections: tuple[str, ...] | list[str] = (), prefix: str = "") -> dict:
+    """An OpenAPI fragment of what the tenancy_mw filters in *app*'s chain add to the service.
+
+    *app* is the outermost object of a pipeline (oslo.middleware's
+    ``RequestId``, or a filter); the chain is followed through each
+    object's ``application``.  Each filter is described with its own
+    options: the version pattern and tenant layout, ``admin_api``, the
+    move provider, ``error_format``, ``microversions``, the token headers,
+    the tag query's methods and semantics.
+
+    :param tag_collections: collections (``("servers",)``) whose tag API
+        the service mounts (:class:`tenancy_mw.tags.api.TagAPI`) and whose
+        list takes the tag query parameters.
+    :param prefix: the service's mount (``SCRIPT_NAME``), put before every path.
+    :returns: ``{"openapi": "3.1.0", "paths": {...}, "components": {...}}``.
+    """
+    filters, end = _chain(app)
+    context = _context(filters, prefix, tuple(tag_collections))
+    for depth, middleware in filters:
+        context.operations += _DESCRIBERS[middleware.opt_group].operations(middleware, depth, context)
+    context.operations += _service_operations(context, end, filters)
+    # Innermost first: a filter's contribution covers what the ones after it answer (Idempotent-Replayed).
+    for depth, middleware in reversed(filters):
+        _DESCRIBERS[middleware.opt_group].contribute(middleware, depth, context)
+    for depth, middleware in filters:
+        extend = getattr(_DESCRIBERS[middleware.opt_group], "extend", None)
+        if extend is not None:
+            extend(middleware, depth, context)
+    paths: dict[str, dict] = {path: dict(item) for path, item in context.path_items.items()}
+    for operation in context.operations:
+        paths.setdefault(operation.path, {})[operation.method] = render(operation, context)
+    components: dict[str, dict] = {"schemas": component_schemas()}
+    if context.responses:
+        components["responses"] = dict(sorted(context.responses.items()))
+    return {
+        "openapi": OPENAPI_VERSION,
+        "paths": {path: paths[path] for path in sorted(paths)},
+        "components": components,
+    }
+
+
+def merge(document: dict, *fragments: dict) -> dict:
+    """A new document: *document* with the paths and components of *fragments* added.
+
+    A path and method, or a component name, that two of them describe
+    differently raises :class:`ValueError` naming it (the same description
+    twice is fine: a service's two pipelines give the same components).
+
+    Example::
+
+        >>> merge({"paths": {"/a": {"get": {"x": 1}}}}, {"paths": {"/a": {"get": {"x": 2}}}})
+        Traceback (most recent call last):
+        ...
+        ValueError: GET /a is described differently in two documents
+    """
+    merged = copy.deepcopy(document)
+    for fragment in fragments:
+        for path, item in fragment.get("paths", {}).items():
+            target = merged.setdefault("paths", {}).setdefault(path, {})
+            for method, operation in item.items():
+                if method in target and target[method] != operation:
+                    what = "%s %s" % (method.upper(), path) if method in _METHODS else "the %s of %s" % (method, path)
+                    raise ValueError("%s is described differently in two documents" % what)
+                target[method] = copy.deepcopy(operation)
+        for section, entries in fragment.get("components", {}).items():
+            target = merged.setdefault("components", {}).setdefault(section, {})
+            for name, value in entries.items():
+                if name in target and target[name] != value:
+                    raise ValueError("components/%s/%s is described differently in two documents" % (section, name))
+                target[name] = copy.deepcopy(value)
+    return merged

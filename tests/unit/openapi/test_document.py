@@ -1,0 +1,184 @@
+"""The OpenAPI fragments as documents: valid OpenAPI 3.1, shaped by the filters' options, merged safely, pure."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import jsonschema
+import pytest
+from openapi_spec_validator import validate
+
+from tenancy_mw import migrations
+from tenancy_mw.cull.filter import AdminCull
+from tenancy_mw.idempotency import Idempotency
+from tenancy_mw.idempotency.filter import REPLAYED_HEADER
+from tenancy_mw.openapi import OPENAPI_VERSION, describe_pipeline, merge
+from tenancy_mw.openapi._build import component_schemas
+from tenancy_mw.openapi._idempotency import REPLAYED_HEADER as DESCRIBED_REPLAYED_HEADER
+from tenancy_mw.tags.filter import TagQueryFilter
+from tenancy_mw.tags.model import InvalidTag, validate_tag
+from tenancy_mw.tenants.admin.filter import TenantAdmin
+from tenancy_mw.tenants.ids import InvalidTenantId, validate_tenant_id
+from tenancy_mw.tenants.path_filter import TenantPath
+from tests.support.widgets import WidgetService
+
+
+def service(environ, start_response):
+    start_response("200 OK", [])
+    return [b""]
+
+
+@pytest.fixture
+def registry(tmp_path):
+    url = "sqlite:///%s" % (tmp_path / "tenants.sqlite")
+    migrations.upgrade(url, ["tenants"])
+    return url
+
+
+@pytest.fixture
+def admin(registry):
+    """A factory of tenant_admin filters over *registry*, closed when the test ends."""
+    made = []
+
+    def build(app, **options):
+        made.append(TenantAdmin(app, {"connection": registry, **options}))
+        return made[-1]
+
+    yield build
+    for filter_ in made:
+        filter_.close()
+
+
+def openapi(fragment: dict) -> dict:
+    """*fragment* as a whole document, checked by openapi-spec-validator."""
+    document = merge({"openapi": OPENAPI_VERSION, "info": {"title": "service", "version": "1"}}, fragment)
+    validate(document)
+    return document
+
+
+def test_a_pipeline_without_tenancy_filters_adds_nothing_but_the_shared_schemas():
+    fragment = describe_pipeline(service)
+    assert fragment["openapi"] == "3.1.0"
+    assert fragment["paths"] == {}
+    assert set(fragment["components"]["schemas"]) >= {"TenantId", "Tag", "ApiWgErrors", "NovaFault"}
+    openapi(fragment)
+
+
+def test_the_admin_endpoint_describes_the_tenant_admin_api(admin):
+    pipeline = TenantPath(admin(Idempotency(TagQueryFilter(service, {}), {"shared_scope": "x"})), {})
+    document = openapi(describe_pipeline(pipeline, tag_collections=("servers", "volumes"), prefix="/compute/"))
+    tenant = document["paths"]["/compute/{version}/{tenant_id}"]
+    assert sorted(tenant) == ["delete", "get", "head", "put"]
+    assert sorted(tenant["put"]["responses"]) == ["201", "202", "400", "409", "411", "413", "414", "415", "503"]
+    assert "Location" in tenant["put"]["responses"]["201"]["headers"]
+    assert "/compute/{version}/{tenant_id}/action/restore" in document["paths"]
+    # No move_provider: the move URLs are the service's.
+    assert not [path for path in document["paths"] if "move" in path]
+    volumes = document["paths"]["/compute/{version}/{tenant_id}/volumes"]
+    assert {p["name"] for p in volumes["get"]["parameters"]} >= {"tags", "tags-any", "not-tags", "not-tags-any"}
+    assert {p["name"] for p in volumes["post"]["parameters"]} >= {"X-Client-Token", "Idempotency-Key"}
+    assert "Idempotent-Replayed" in volumes["post"]["responses"]["default"]["headers"]
+
+
+def test_the_public_endpoint_has_no_admin_calls_but_the_state_check(admin):
+    pipeline = AdminCull(TenantPath(admin(service, admin_api="false"), {}), {"cull_status": "403"})
+    document = openapi(describe_pipeline(pipeline, tag_collections=("servers",)))
+    assert "/{version}/{tenant_id}" not in document["paths"]
+    listing = document["paths"]["/{version}/{tenant_id}/servers"]["get"]
+    assert {"404", "410", "503", "301"} <= set(listing["responses"])
+    assert "tenancy.tenant-not-found" in listing["responses"]["404"]["description"]
+
+
+def test_options_shape_the_description(admin):
+    pipeline = TenantPath(
+        admin(WidgetService(), move_provider="tests.support.widgets:WidgetMoves", error_format="nova"),
+        {"tenant_id_pattern": "[0-9a-f]+", "microversions": "v2.1 compute 2.1 2.95", "error_format": "nova"},
+    )
+    document = openapi(describe_pipeline(pipeline, prefix="/v2.1"))
+    # The mount ends with the version: no version parameter.
+    tenant = document["paths"]["/v2.1/{tenant_id}"]
+    (tenant_id,) = [p for p in tenant["get"]["parameters"] if p["name"] == "tenant_id"]
+    assert tenant_id["schema"]["allOf"][1] == {"pattern": "^(?:[0-9a-f]+)$"}
+    assert "/v2.1/{tenant_id}/{resource_path}/action/move" in document["paths"]
+    not_found = tenant["get"]["responses"]["404"]
+    assert "OpenStack-API-Version" in not_found["headers"]
+    assert not_found["content"]["application/json"]["schema"]["required"] == ["itemNotFound"]
+    assert any(p["name"] == "OpenStack-API-Version" for p in tenant["get"]["parameters"])
+
+
+def test_no_tenant_in_the_path_puts_the_collections_under_the_version():
+    pipeline = TenantPath(TagQueryFilter(service, {}), {"tenant_in_path": "never", "token_tenant": "true"})
+    document = openapi(describe_pipeline(pipeline, tag_collections=("servers",)))
+    assert sorted(document["paths"]) == [
+        "/{version}/servers",
+        "/{version}/servers/{resource_id}/tags",
+        "/{version}/servers/{resource_id}/tags/{tag}",
+    ]
+
+
+def test_merge_adds_fragments_and_refuses_a_call_described_twice_differently():
+    base = {"openapi": OPENAPI_VERSION, "info": {"title": "s", "version": "1"}, "paths": {"/x": {"get": {}}}}
+    fragment = describe_pipeline(TenantPath(TagQueryFilter(service, {}), {}), tag_collections=("servers",))
+    merged = merge(base, fragment, fragment)  # the same fragment twice: the same descriptions
+    assert "/x" in merged["paths"]
+    assert "/{version}/{tenant_id}/servers" in merged["paths"]
+    assert base["paths"] == {"/x": {"get": {}}}  # not changed
+    other = describe_pipeline(
+        TenantPath(TagQueryFilter(service, {"error_format": "nova"}), {}), tag_collections=("servers",)
+    )
+    with pytest.raises(ValueError, match=r"GET /\{version\}/\{tenant_id\}/servers is described differently"):
+        merge(merged, other)
+    clashing = {"components": {"schemas": {"Tag": {"type": "integer"}}}}
+    with pytest.raises(ValueError, match="components/schemas/Tag"):
+        merge(merged, clashing)
+
+
+SAMPLE_IDS = ["acme", "Bob's Tenant", "∑∞", "∑" * 255, "x" * 255, "100%", "a.b", "...", "",
+              "x" * 256, "a/b", ".", "..", "a%2Fb", "a%u0041", "tab\there", "del\x7f"]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", SAMPLE_IDS)
+def test_the_tenant_id_schema_is_the_rules_of_validate_tenant_id(value):
+    schema = component_schemas()["TenantId"]
+    try:
+        validate_tenant_id(value)
+        valid = True
+    except InvalidTenantId:
+        valid = False
+    assert jsonschema.Draft202012Validator(schema).is_valid(value) is valid
+
+
+@pytest.mark.parametrize("value", ["red", "Red ", "x" * 60, "x" * 61, "a,b", "a/b", ".", "..", "%41", "", "c\x01"])
+def test_the_tag_schema_is_the_rules_of_validate_tag(value):
+    schema = component_schemas()["Tag"]
+    try:
+        validate_tag(value)
+        valid = True
+    except InvalidTag:
+        valid = False
+    assert jsonschema.Draft202012Validator(schema).is_valid(value) is valid
+
+
+def test_every_filter_has_a_describer():
+    from tenancy_mw import opts
+    from tenancy_mw.openapi import _DESCRIBERS
+
+    assert {cls.opt_group for cls in opts.FILTERS} == set(_DESCRIBERS)
+
+
+def test_the_replay_header_is_the_filters():
+    assert DESCRIBED_REPLAYED_HEADER == REPLAYED_HEADER
+
+
+def test_the_package_imports_without_webob_and_sqlalchemy():
+    code = (
+        "import sys\n"
+        "for name in ('webob', 'sqlalchemy', 'oslo_middleware', 'paste'):\n"
+        "    sys.modules[name] = None  # an import of it fails\n"
+        "import tenancy_mw.openapi as o\n"
+        "print(o.describe_pipeline(object())['openapi'])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "3.1.0"

@@ -1,0 +1,314 @@
+"""The OpenAPI description of a pipeline against what its filters answer: neither may drift from the other.
+
+A pipeline of every filter that answers or changes calls (``RequestId``,
+``tenant_path``, ``tenant_admin`` with a move provider, ``idempotency``,
+``tag_query``) over a service that mounts the tag API of its servers
+(tests/support/tagged_servers.py) is driven, through real WSGI calls,
+into every answer it can give: each operation of the description with
+each request that makes a filter refuse, redirect or answer.  Every
+answer must be one its operation lists (status, headers, body valid
+against the listed schema, error code among the listed ones), and every
+(path, method, status) listed must be reached.  Three pipelines
+(:data:`VARIANTS`): the API-WG error shape; nova's with microversions and
+no representations; a public endpoint (``admin_cull`` in front, no admin
+API, a tenant id pattern, the token's project checked, ``422`` for a
+reused token).
+
+Each call's requests run in a world of their own (a fresh SQLite registry
+and tag store, seeded through an admin endpoint), so no call's requests
+change what another's find.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+
+import pytest
+from openapi_spec_validator import validate
+from oslo_middleware.request_id import RequestId
+
+from tenancy_mw import migrations
+from tenancy_mw.cull.filter import AdminCull
+from tenancy_mw.idempotency import Idempotency
+from tenancy_mw.idempotency.fingerprint import fingerprint
+from tenancy_mw.idempotency.records import Record
+from tenancy_mw.openapi import describe_pipeline
+from tenancy_mw.tags.filter import TagQueryFilter
+from tenancy_mw.tags.store import TagStore
+from tenancy_mw.tenants.admin.filter import TenantAdmin
+from tenancy_mw.tenants.path_filter import TenantPath
+from tests.support.openapi_checks import UNLISTED, body_problems, documented, response_key, template_of
+from tests.support.tagged_servers import ServerService
+from tests.support.wsgi import call, make_environ
+
+MICROVERSIONS = "v2.1 compute 2.1 2.95 X-OpenStack-Nova-API-Version"
+#: The pipelines described and driven: options for every filter ("common") and for each one; with or
+#: without admin_cull in front.  "public" is a public endpoint: no admin API, tenants checked harder.
+VARIANTS: dict[str, dict] = {
+    "api-wg": {},
+    "nova": {"common": {"error_format": "nova", "microversions": MICROVERSIONS},
+             "tenant_admin": {"representations": "false"}},
+    "public": {"admin_cull": {}, "tenant_admin": {"admin_api": "false"}, "idempotency": {"mismatch_status": "422"},
+               "tenant_path": {"tenant_id_pattern": "[a-z0-9-]+", "check_token_project": "true"}},
+}  # fmt: skip
+DEFAULTS = {"version": "v2.1", "tenant_id": "acme", "resource_id": "s1", "tag": "red", "resource_path": "servers/s1"}
+PROVIDER = "tests.support.tagged_servers:ServerMoves"
+
+
+class World:
+    """One pipeline over fresh databases: *kind* ``good``, ``broken_registry`` or ``broken_stores``."""
+
+    def __init__(self, folder, template, variant: str, kind: str) -> None:
+        variant_options = VARIANTS[variant]
+
+        def options(name: str) -> dict:
+            return {**variant_options.get("common", {}), **variant_options.get(name, {})}
+
+        self.registry = "sqlite:///%s" % (folder / "tenants.sqlite")
+        if kind == "broken_registry":
+            (folder / "tenants.sqlite").touch()  # no tables: every registry read fails
+        else:
+            shutil.copy(template, folder / "tenants.sqlite")
+        tags = "sqlite:///%s" % (folder / "tags.sqlite")
+        self.tag_store = TagStore(tags, max_tags=3, create_tables=kind != "broken_stores")
+        self.service = ServerService(self.tag_store, options("tag_query").get("error_format", "api-wg"))
+        store = {"backend": "memory"}
+        if kind == "broken_stores":
+            store = {"backend": "memcached", "memcached_servers": "127.0.0.1:9", "secret": "s", "store_timeout": "0.2"}
+        self.idempotency = Idempotency(
+            TagQueryFilter(self.service, options("tag_query")),
+            {**options("idempotency"), **store, "max_body_bytes": "2000"},
+        )
+        admin = {"connection": self.registry, "max_body_bytes": "1024", "move_provider": PROVIDER}
+        self.admin = TenantAdmin(self.idempotency, {**options("tenant_admin"), **admin})
+        app = TenantPath(self.admin, options("tenant_path"))
+        if "admin_cull" in variant_options:
+            app = AdminCull(app, options("admin_cull"))
+        self.app = RequestId(app)
+        self.answers: list[tuple] = []
+        if kind != "broken_registry":
+            self._seed(tag=kind == "good")
+
+    def _seed(self, tag: bool) -> None:
+        """Tenants, a deleted one, one moved away, a tag: made through an admin endpoint of the same registry."""
+        seeder = TenantAdmin(self.service, {"connection": self.registry, "move_provider": PROVIDER})
+        app = TenantPath(seeder, {})
+        try:
+            requests = [
+                ("PUT", "/v2.1/" + tenant, b"{}") for tenant in ("acme", "dest", "gone", "moved", "full", "boom")
+            ]
+            requests += [("DELETE", "/v2.1/gone", b""), ("POST", "/v2.1/moved/action/move?dest=dest", b"")]
+            requests += [("PUT", "/v2.1/acme/servers/s1/tags/red", b"")] if tag else []
+            for method, target, body in requests:
+                assert call(app, make_environ(method, target, (), body))[0] < 400, (method, target)
+        finally:
+            seeder.close()
+
+    def send(self, method: str, target: str, headers=(), body: bytes = b"", environ=None) -> tuple:
+        """Send one request; keep ``(method, target, status, headers, body)``."""
+        environ = environ or make_environ(method, target, headers, body)
+        status, answer_headers, answer_body = call(self.app, environ)
+        self.answers.append((method, target, status, answer_headers, answer_body))
+        return status, answer_headers, answer_body
+
+    def close(self) -> None:
+        self.admin.close()
+        self.tag_store.close()
+        self.idempotency.store.close()
+
+
+def fill(template: str, **values: str) -> str:
+    """*template* with its parameters given *values* (else :data:`DEFAULTS`)."""
+    return re.sub(r"{(\w+)}", lambda m: values.get(m.group(1), DEFAULTS[m.group(1)]), template)
+
+
+# --- the requests: each takes a world and a template ------------------------------------------------
+
+
+def generic(world: World, template: str, method: str) -> None:
+    """What any call is sent: as is, under unknown, deleted and moved tenants, with a bad path and target."""
+    data = b'{"tags": ["a"]}' if method in ("PUT", "POST") else b""
+    world.send(method, fill(template), body=data)
+    for tenant in ("nobody", "gone", "moved", "x" * 256, "a%00b", "Not_Matching"):
+        world.send(method, fill(template, tenant_id=tenant, resource_path="servers/s9"), body=data)
+    world.send(method, fill(template), [("X-Identity-Status", "Confirmed"), ("X-Project-Id", "other")], data)
+    world.send(method, fill(template) + "?pad=" + "a" * 9000, body=data)
+    if method in ("GET", "HEAD"):
+        world.send(method, fill(template) + "?tags=")
+
+
+def broken(world: World, template: str, method: str) -> None:
+    """A call while a database or store is down (with a client token for a POST)."""
+    world.send(method, fill(template, tag="new"), [("X-Client-Token", "t1")], b'{"tags": ["a"]}')
+
+
+def tenant_calls(world: World, template: str, method: str) -> None:
+    """PUT, DELETE, restore: created, updated, refused bodies, deleted tenants, restored ones."""
+    if method == "PUT":
+        world.send("PUT", fill(template, tenant_id="newone"), body=b'{"a": 1}')
+        world.send("PUT", fill(template), body=b'{"a": 2}')
+        world.send("PUT", fill(template), [("Content-Type", "text/plain")], b"x")
+        world.send("PUT", fill(template), body=b"[1]")
+        world.send("PUT", fill(template), body=b"x" * 2000)
+        world.send("PUT", fill(template), [("Transfer-Encoding", "chunked")])
+    if template.endswith("restore"):
+        world.send("POST", fill(template))  # active: 409
+        world.send("DELETE", fill(template.rsplit("/action", 1)[0]))
+        world.send("POST", fill(template))
+
+
+def move_calls(world: World, template: str, method: str) -> None:
+    """Moves: every destination and resource the provider and the registry tell apart, and If-Match."""
+    base = fill(template)
+    for dest in ("nobody", "gone", "boom", "full", "acme", "dest"):  # "dest" last: it moves
+        world.send(method, base + "?dest=" + dest)
+    world.send(method, base)
+    if "{resource_path}" in template:
+        for resource in ("servers/nope", "servers/sdel"):
+            world.send(method, fill(template, resource_path=resource) + "?dest=dest")
+        world.send(method, fill(template, tenant_id="moved", resource_path="servers/s9") + "?dest=acme")
+    if method == "POST":
+        world.send(method, base + "?dest=dest", [("If-Match", '"stale"')])
+        world.send(method, base + "?dest=dest", [("If-Match", "garbage")])
+
+
+def tag_calls(world: World, template: str, method: str) -> None:
+    """The tag API: bodies, limits, tags there and not, other servers."""
+    if template.endswith("{tag}"):
+        for tag in ("red", "absent", "x" * 61):
+            world.send(method, fill(template, tag=tag))
+        if method == "PUT":
+            for tag in ("b", "c", "d"):
+                world.send(method, fill(template, tag=tag))
+    elif method == "PUT":
+        for body in (b'{"tags": ["a", "a"]}', b'{"tags": ["a", "b", "c", "d"]}', b"[", b"x" * 70000, b""):
+            world.send(method, fill(template), body=body)
+        world.send(method, fill(template), [("Transfer-Encoding", "chunked")])
+    world.send(method, fill(template, resource_id="nope"), body=b'{"tags": []}')
+
+
+def token_calls(world: World, template: str, method: str) -> None:
+    """A guarded POST: replayed, reused, in flight, malformed, too large, chunked."""
+    url = fill(template)
+    world.send(method, url, [("X-Client-Token", "t1")], b"{}")
+    world.send(method, url, [("X-Client-Token", "t1")], b"{}")  # replayed
+    world.send(method, url, [("X-Client-Token", "t1")], b'{"other": 1}')  # reused
+    world.send(method, url, [("X-Client-Token", '"unterminated')], b"{}")
+    world.send(method, url, [("X-Client-Token", "t2")], b"x" * 3000)
+    world.send(method, url, [("X-Client-Token", "t3"), ("Transfer-Encoding", "chunked")])
+    idempotency = world.idempotency
+    key = idempotency.codec.store_key("acme", "busy", False)
+    lease = Record.lease("another", fingerprint(method, url, "", b"{}", None), time.time())
+    idempotency.store.claim(key, idempotency.codec.encode(key, lease), 60)
+    world.send(method, url, [("X-Client-Token", "busy")], b"{}")
+
+
+def exercise(world: World, template: str, method: str, kind: str) -> None:
+    """Send *world* every request for the call *method* *template* (a world of *kind*)."""
+    method = method.upper()
+    if kind != "good":
+        return broken(world, template, method)
+    generic(world, template, method)
+    if "/action/move" in template:
+        move_calls(world, template, method)
+    elif "/tags" in template:
+        tag_calls(world, template, method)
+    elif template.endswith("/servers") and method == "POST":
+        token_calls(world, template, method)
+    else:
+        tenant_calls(world, template, method)
+
+
+# --- the checks ----------------------------------------------------------------------------------
+
+
+def problems(document: dict, answer: tuple) -> tuple[tuple | None, list[str]]:
+    """``((template, method, key), [what the description does not list])`` of one answer."""
+    method, target, status, headers, body = answer
+    template = template_of(document, target)
+    operation = document["paths"][template].get(method.lower())
+    where = "%s %s -> %d" % (method, target[:80], status)
+    if operation is None:
+        return None, ["%s: %s is not described on %s" % (where, method, template)]
+    key = response_key(operation["responses"], status)
+    if key is None:
+        return None, ["%s: status not listed for %s %s" % (where, method, template)]
+    response, found = operation["responses"][key], []
+    if key == "default" and "X-Served-By" not in headers:
+        # "default" is the service's own answer: a filter's must be listed by its status.
+        return None, ["%s: a filter's answer that %s %s does not list" % (where, method, template)]
+    listed = {name.lower() for name in response.get("headers", {})}
+    others = {name.lower() for name in headers} - UNLISTED - listed
+    if key == "default":
+        others &= {"idempotent-replayed"}  # the rest are the service's own
+    if others:
+        found.append("%s: headers %s not listed" % (where, sorted(others)))
+    if body and method != "HEAD" and key != "default":
+        found += body_problems(document, response, json.loads(body), where)
+    return (template, method.lower(), key), found
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    path = tmp_path_factory.mktemp("registry") / "template.sqlite"
+    migrations.upgrade("sqlite:///%s" % path, ["tenants"])
+    return path
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def driven(request, template, tmp_path_factory):
+    """The variant's description, and every answer its pipeline gave to every call of it."""
+    variant = request.param
+    folder = tmp_path_factory.mktemp(variant)
+    (folder / "describe").mkdir()
+    first = World(folder / "describe", template, variant, "good")
+    document = describe_pipeline(first.app, tag_collections=("servers",))
+    validate({**document, "info": {"title": variant, "version": "1"}})
+    answers = list(first.answers)
+    first.close()
+    count = 0
+    for path, item in document["paths"].items():
+        for method in item:
+            for kind in ("good", "broken_registry", "broken_stores"):
+                count += 1
+                (folder / str(count)).mkdir()
+                world = World(folder / str(count), template, variant, kind)
+                try:
+                    assert describe_pipeline(world.app, tag_collections=("servers",)) == document
+                    exercise(world, path, method, kind)
+                finally:
+                    world.close()
+                answers += world.answers
+    return variant, document, answers
+
+
+def test_every_answer_is_one_the_description_lists(driven):
+    _, document, answers = driven
+    found = [problem for answer in answers for problem in problems(document, answer)[1]]
+    assert not found, "%d answers the description does not list:\n%s" % (len(found), "\n".join(found[:40]))
+
+
+def test_every_answer_the_description_lists_is_reached(driven):
+    _, document, answers = driven
+    reached = {problems(document, answer)[0] for answer in answers} - {None}
+    missing = sorted(documented(document) - reached)
+    assert not missing, "described but never answered:\n%s" % "\n".join(map(str, missing))
+    assert len(reached) > 80  # the set is not empty by accident
+
+
+def test_other_methods_are_refused_with_the_described_methods_allowed(driven, template, tmp_path):
+    variant, document, _ = driven
+    world = World(tmp_path, template, variant, "good")
+    try:
+        for path, item in document["paths"].items():
+            if path.endswith("/servers"):
+                continue  # the service's own calls
+            target = fill(path) + ("?dest=dest" if "/action/move" in path else "")
+            status, headers, body = world.send("PATCH", target)
+            assert status == 405, (path, status, body)
+            assert headers["Allow"] == ", ".join(sorted(method.upper() for method in item)), path
+    finally:
+        world.close()
