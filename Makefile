@@ -20,7 +20,7 @@ DEMO_HOST ?= 127.0.0.1
 DEMO_PORT ?= 8774
 DEMO_ADMIN_PORT ?= 8775
 # Programs the test suite starts for real: "command:debian-package".
-TEST_PROGRAMS := memcached:memcached wrk:wrk
+TEST_PROGRAMS := memcached:memcached wrk:wrk node:nodejs
 # The load run of `make bench` drives gunicorn with wrk (bench/load.py).
 BENCH_PROGRAMS := wrk:wrk
 

@@ -30,11 +30,15 @@ __all__ = [
 #: The component schema of each ``error_format``.
 ERROR_SCHEMA_NAMES = {"api-wg": "ApiWgErrors", "nova": "NovaFault"}
 
+# The patterns read the same in ECMA-262 (JSON Schema's dialect) and in Python's re (jsonschema's): [\s\S] is any
+# character (ECMA's '.' stops at U+2028 and U+2029, which an id may hold), and the end is pinned by (?![\s\S])
+# (Python's '$' also matches before a final newline).
+_END = r"$(?![\s\S])"
 # Text that reads as a percent-escape, which a tenant id or a tag may not hold (they would travel double-encoded).
-_NO_ESCAPE = r"(?!.*%(?:[0-9A-Fa-f]{2}|[Uu][0-9A-Fa-f]{4}))"
+_NO_ESCAPE = r"(?![\s\S]*%(?:[0-9A-Fa-f]{2}|[Uu][0-9A-Fa-f]{4}))"
 # No '/', no control character; '.' and '..' are dot segments.
-TENANT_ID_PATTERN = r"^(?!\.\.?$)" + _NO_ESCAPE + r"[^/\x00-\x1f\x7f]+$"
-TAG_PATTERN = r"^(?!\.\.?$)" + _NO_ESCAPE + r"[^/,\x00-\x1f\x7f]+$"
+TENANT_ID_PATTERN = r"^(?!\.\.?$)" + _NO_ESCAPE + r"[^/\x00-\x1f\x7f]+" + _END
+TAG_PATTERN = r"^(?!\.\.?$)" + _NO_ESCAPE + r"[^/,\x00-\x1f\x7f]+" + _END
 
 
 def schema_ref(name: str) -> dict:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 import subprocess
 import sys
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openapi_spec_validator import validate
 
 from tenancy_mw import migrations
@@ -21,6 +26,7 @@ from tenancy_mw.tags.model import InvalidTag, validate_tag
 from tenancy_mw.tenants.admin.filter import TenantAdmin
 from tenancy_mw.tenants.ids import InvalidTenantId, validate_tenant_id
 from tenancy_mw.tenants.path_filter import TenantPath
+from tests.conftest import require
 from tests.support.widgets import WidgetService
 
 
@@ -135,29 +141,65 @@ def test_merge_adds_fragments_and_refuses_a_call_described_twice_differently():
 
 
 SAMPLE_IDS = ["acme", "Bob's Tenant", "∑∞", "∑" * 255, "x" * 255, "100%", "a.b", "...", "",
-              "x" * 256, "a/b", ".", "..", "a%2Fb", "a%u0041", "tab\there", "del\x7f"]  # fmt: skip
+              "x" * 256, "a/b", ".", "..", "a%2Fb", "a%u0041", "tab\there", "del\x7f", "acme\n",
+              "\u2028%41", "a\u2029"]  # fmt: skip
+# Characters the rules single out, and ones regular expression dialects read differently.
+RULE_CHARACTERS = st.sampled_from(list("a.%/,0Fu\n\r\x00\x7f\u2028\u2029∑") + ["\U0001f600"])
+
+
+def valid(check, refusal, value) -> bool:
+    """Whether *check* (validate_tenant_id, validate_tag) takes *value*."""
+    try:
+        check(value)
+    except refusal:
+        return False
+    return True
 
 
 @pytest.mark.parametrize("value", SAMPLE_IDS)
 def test_the_tenant_id_schema_is_the_rules_of_validate_tenant_id(value):
     schema = component_schemas()["TenantId"]
-    try:
-        validate_tenant_id(value)
-        valid = True
-    except InvalidTenantId:
-        valid = False
-    assert jsonschema.Draft202012Validator(schema).is_valid(value) is valid
+    assert jsonschema.Draft202012Validator(schema).is_valid(value) is valid(validate_tenant_id, InvalidTenantId, value)
 
 
-@pytest.mark.parametrize("value", ["red", "Red ", "x" * 60, "x" * 61, "a,b", "a/b", ".", "..", "%41", "", "c\x01"])
+@pytest.mark.parametrize(
+    "value", ["red", "Red ", "x" * 60, "x" * 61, "a,b", "a/b", ".", "..", "%41", "", "c\x01", "red\n", "\u2028%41"]
+)
 def test_the_tag_schema_is_the_rules_of_validate_tag(value):
     schema = component_schemas()["Tag"]
-    try:
-        validate_tag(value)
-        valid = True
-    except InvalidTag:
-        valid = False
-    assert jsonschema.Draft202012Validator(schema).is_valid(value) is valid
+    assert jsonschema.Draft202012Validator(schema).is_valid(value) is valid(validate_tag, InvalidTag, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(RULE_CHARACTERS, max_size=8), st.text(max_size=70)))
+def test_the_schemas_agree_with_the_validators_on_any_text(value):
+    schemas = component_schemas()
+    tenant_schema = jsonschema.Draft202012Validator(schemas["TenantId"])
+    assert tenant_schema.is_valid(value) is valid(validate_tenant_id, InvalidTenantId, value)
+    tag_schema = jsonschema.Draft202012Validator(schemas["Tag"])
+    if valid(validate_tag, InvalidTag, value):
+        assert tag_schema.is_valid(value)
+    elif len(value.encode("utf-8", "surrogatepass")) <= 60:
+        # JSON Schema counts characters: the 60 bytes of UTF-8 are the description's, not maxLength's.
+        assert not tag_schema.is_valid(value)
+
+
+def test_the_schema_patterns_read_the_same_in_ecma_262():
+    """JSON Schema's patterns are ECMA-262 regular expressions: a JavaScript client reads them as jsonschema does."""
+    require(shutil.which("node") is not None, "node (Debian package nodejs; make test installs it)")
+    schemas = component_schemas()
+    values = SAMPLE_IDS + ["red\n", "\u2028%41", "x\u2029%u0041", "\u2028"]
+    script = (
+        "const [patterns, values] = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "console.log(JSON.stringify(values.map(v => patterns.map(p => new RegExp(p, 'u').test(v)))));"
+    )
+    patterns = [schemas["TenantId"]["pattern"], schemas["Tag"]["pattern"]]
+    result = subprocess.run(
+        ["node", "-e", script], input=json.dumps([patterns, values]), capture_output=True, text=True, check=True
+    )
+    python = [[re.search(pattern, value) is not None for pattern in patterns] for value in values]
+    assert json.loads(result.stdout) == python
+    assert python[values.index("\u2028%41")] == [False, False]
 
 
 def test_every_filter_has_a_describer():
