@@ -89,9 +89,12 @@ def _chain(app: Any) -> tuple[list[Any], int]:
 def _context(filters: list, prefix: str, tag_collections: tuple[str, ...]) -> Context:
     """The URL layout of the chain: ``tenant_path``'s, else ``tenant_admin``'s, else the defaults."""
     by_group: dict[str, Any] = {}
-    for _, middleware in filters:
+    depths: dict[str, int] = {}
+    for depth, middleware in filters:
         by_group.setdefault(middleware.opt_group, middleware)
-    layout = by_group.get("tenant_path") or by_group.get("tenant_admin")
+        depths.setdefault(middleware.opt_group, depth)
+    tenant_path = by_group.get("tenant_path")
+    layout = tenant_path or by_group.get("tenant_admin")
     options = layout.options if layout is not None else None
     pattern = options.version_pattern if options is not None else DEFAULT_VERSION_PATTERN
     mount = [segment for segment in prefix.split("/") if segment]
@@ -104,6 +107,8 @@ def _context(filters: list, prefix: str, tag_collections: tuple[str, ...]) -> Co
         tenant_id_pattern=options.tenant_id_pattern if options is not None else None,
         tag_collections=tuple(tag_collections),
         tag_error_format=formats[0] if formats else "api-wg",
+        token_tenant=tenant_path is not None and tenant_path.options.token_tenant,
+        tenant_path_depth=depths.get("tenant_path"),
     )
 
 

@@ -126,6 +126,10 @@ class Context:
     tag_collections: tuple[str, ...]
     #: The ``error_format`` the tag API is described with.
     tag_error_format: str
+    #: Whether ``tenant_path`` takes a confirmed token's project as the tenant of a path without one.
+    token_tenant: bool = False
+    #: Where the outermost ``tenant_path`` is in the chain (``None``: there is none).
+    tenant_path_depth: int | None = None
     operations: list[Operation] = field(default_factory=list)
     #: Path items without operations of their own (``id_resolver``'s routes), by path.
     path_items: dict[str, dict] = field(default_factory=dict)
@@ -140,6 +144,10 @@ class Context:
     def tenant_path(self, *segments: str) -> str:
         """:meth:`path` below the tenant segment."""
         return self.path("{tenant_id}", *segments)
+
+    def tenant_path_before(self, depth: int) -> bool:
+        """Whether a ``tenant_path`` runs before the filter at *depth* (it has found the tenant, or refused)."""
+        return self.tenant_path_depth is not None and self.tenant_path_depth < depth
 
     def below(self, depth: int) -> list[Operation]:
         """The operations answered after the filter at *depth*: those it passes on."""

@@ -33,20 +33,37 @@ def operations(middleware: Any, depth: int, context: Context) -> list[Operation]
         for path in (context.tenant_path("action", "move"), context.tenant_path("{resource_path}", "action", "move")):
             found += [_move(middleware, depth, path, method) for method in ("get", "head", "post")]
     for operation in found:
-        _admin_refusals(middleware, operation)
+        _admin_refusals(middleware, operation, context, depth)
     return found
 
 
-def _admin_refusals(middleware: Any, operation: Operation) -> None:
+def _admin_refusals(middleware: Any, operation: Operation, context: Context, depth: int) -> None:
     """What every admin call may answer: the path and tenant id refused, the registry down."""
     fmt, headers = middleware.error_format, version_headers(middleware)
-    refuse_path(operation, middleware, "tenant_admin", False)
-    operation.refuse(
-        400, "tenancy.invalid-tenant-id.", "the tenant id breaks a rule of TenantId (tenant_admin).", fmt, headers
-    )
+    _path_refusals(middleware, operation, context, depth)
     operation.refuse(
         503, "tenancy.registry-unavailable", "the tenant registry cannot be reached.", fmt, {**headers, **_RETRY_AFTER}
     )
+
+
+def _path_refusals(middleware: Any, operation: Operation, context: Context, depth: int) -> None:
+    """Its refusals of a path it reads itself: no canonical form, a bad tenant id, a segment not of its pattern."""
+    fmt, headers = middleware.error_format, version_headers(middleware)
+    refuse_path(operation, middleware, "tenant_admin", False)
+    if not operation.under_tenant:
+        return
+    operation.refuse(
+        400, "tenancy.invalid-tenant-id.", "the tenant id breaks a rule of TenantId (tenant_admin).", fmt, headers
+    )
+    if middleware.options.tenant_id_pattern and not context.tenant_path_before(depth):
+        operation.refuse(
+            404,
+            "tenancy.unknown-path-segment",
+            "the segment after the version is neither a tenant-less collection nor a tenant id of "
+            "tenant_id_pattern (tenant_admin).",
+            fmt,
+            headers,
+        )
 
 
 def _not_found(operation: Operation, middleware: Any, gone_headers: bool = True) -> None:
@@ -208,21 +225,20 @@ def _move_post(move: Operation, fmt: str, headers: dict) -> None:
 
 
 def contribute(middleware: Any, depth: int, context: Context) -> None:
-    """On the calls it passes on: the tenant-state check (``404``, ``410``) and ``301`` for moved resources."""
+    """On the calls it passes on: its path refusals, the tenant-state check (``404``, ``410``), ``301`` when moved.
+
+    It reads the path itself with ``admin_api`` on, or without a
+    ``tenant_path`` before it; the state check covers a call under a
+    tenant of the path, or of a confirmed token (``token_tenant``), whose
+    moves it cannot tell from the URL (no ``301``).
+    """
     options, fmt, headers = middleware.options, middleware.error_format, version_headers(middleware)
+    reads_path = options.admin_api or not context.tenant_path_before(depth)
     for operation in context.below(depth):
-        if options.admin_api:
-            refuse_path(operation, middleware, "tenant_admin", False)
-        if not operation.under_tenant:
+        if reads_path:
+            _path_refusals(middleware, operation, context, depth)
+        if not (operation.under_tenant or context.token_tenant):
             continue
-        if options.admin_api:
-            operation.refuse(
-                400,
-                "tenancy.invalid-tenant-id.",
-                "the tenant id breaks a rule of TenantId (tenant_admin).",
-                fmt,
-                headers,
-            )
         if options.check_tenant_state:
             operation.refuse(
                 404, "tenancy.tenant-not-found", "no such tenant (tenant_admin's state check).", fmt, headers
@@ -237,7 +253,7 @@ def contribute(middleware: Any, depth: int, context: Context) -> None:
                 fmt,
                 {**headers, **_RETRY_AFTER},
             )
-        if options.redirect_moved:
+        if options.redirect_moved and operation.under_tenant:
             operation.respond(
                 301,
                 "The resource moved to another tenant: Location is its new URL (tenant_admin, redirect_moved).",

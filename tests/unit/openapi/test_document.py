@@ -27,7 +27,9 @@ from tenancy_mw.tenants.admin.filter import TenantAdmin
 from tenancy_mw.tenants.ids import InvalidTenantId, validate_tenant_id
 from tenancy_mw.tenants.path_filter import TenantPath
 from tests.conftest import require
+from tests.support.openapi_checks import body_problems, response_key, template_of
 from tests.support.widgets import WidgetService
+from tests.support.wsgi import call, make_environ
 
 
 def service(environ, start_response):
@@ -121,6 +123,46 @@ def test_no_tenant_in_the_path_puts_the_collections_under_the_version():
         "/{version}/servers/{resource_id}/tags",
         "/{version}/servers/{resource_id}/tags/{tag}",
     ]
+
+
+def described_problems(document: dict, app, method: str, target: str, headers=()) -> list[str]:
+    """Send *app* one request; what *document* does not list of the filter's answer (status, error code, body)."""
+    status, _, body = call(app, make_environ(method, target, headers))
+    operation = document["paths"][template_of(document, target)][method.lower()]
+    key = response_key(operation["responses"], status)
+    if key in (None, "default"):
+        return ["%s %s -> %d: not listed" % (method, target, status)]
+    return body_problems(document, operation["responses"][key], json.loads(body), "%s %s" % (method, target))
+
+
+def seed(registry: str, *requests: tuple[str, str]) -> None:
+    """Make tenants through an admin endpoint of *registry*."""
+    seeder = TenantAdmin(service, {"connection": registry})
+    try:
+        for method, target in requests:
+            assert call(TenantPath(seeder, {}), make_environ(method, target))[0] < 300, (method, target)
+    finally:
+        seeder.close()
+
+
+def test_the_tenant_of_a_token_is_checked_where_the_path_has_none(admin, registry):
+    seed(registry, ("PUT", "/v2.1/gone"), ("DELETE", "/v2.1/gone"))
+    layout = {"tenant_in_path": "never"}
+    pipeline = TenantPath(admin(service, admin_api="false", **layout), {**layout, "token_tenant": "true"})
+    document = openapi(describe_pipeline(pipeline, tag_collections=("servers",)))
+    listing = document["paths"]["/{version}/servers"]["get"]
+    assert {"404", "410", "503"} <= set(listing["responses"])
+    assert "301" not in listing["responses"]  # the token's tenant: its moves cannot be told from the URL
+    for project in ("gone", "nobody"):
+        token = [("X-Identity-Status", "Confirmed"), ("X-Project-Id", project)]
+        assert described_problems(document, pipeline, "GET", "/v2.1/servers", token) == []
+
+
+def test_tenant_admin_alone_describes_its_own_reading_of_the_path(admin, registry):
+    pipeline = admin(service, admin_api="false", tenant_id_pattern="[a-z0-9-]+")
+    document = openapi(describe_pipeline(pipeline, tag_collections=("servers",)))
+    for target in ("/v2.1/Not_Matching/servers", "/v2.1/a%2541/servers", "/v2.1/%s/servers" % ("x" * 256)):
+        assert described_problems(document, pipeline, "GET", target) == []
 
 
 def test_merge_adds_fragments_and_refuses_a_call_described_twice_differently():
