@@ -11,17 +11,25 @@ __all__ = ["contribute", "operations"]
 _RETRY_AFTER = {"Retry-After": header("Seconds to wait before trying again.", {"type": "integer"})}
 
 
-def _metadata_headers() -> dict[str, dict]:
-    """The tenant's metadata headers (``tenancy_mw.tenants.admin.api.metadata``)."""
-    return {
+def _metadata_headers(*, deleted: bool = False, purging: bool = False) -> dict[str, dict]:
+    """The tenant's metadata headers (``tenancy_mw.tenants.admin.api.metadata``).
+
+    Those of a *deleted* tenant add ``X-Tenant-Deleted``, and those of one
+    that may be being purged (*purging*) ``X-Tenant-Purge-Started``: an
+    answer lists only the headers its tenant can have.
+    """
+    found = {
         "ETag": header("The strong entity tag of the tenant's representation."),
         "Last-Modified": header("When the tenant last changed (HTTP date)."),
         "X-Tenant-State": header("active or deleted.", {"enum": ["active", "deleted"]}),
         "X-Tenant-Created": header("When the tenant was created (ISO 8601, UTC)."),
         "X-Tenant-Updated": header("When the tenant last changed (ISO 8601, UTC)."),
-        "X-Tenant-Deleted": header("When the tenant was deleted (ISO 8601, UTC); deleted tenants only."),
-        "X-Tenant-Purge-Started": header("When its purge started (ISO 8601, UTC); a tenant being purged only."),
     }
+    if deleted:
+        found["X-Tenant-Deleted"] = header("When the tenant was deleted (ISO 8601, UTC).")
+    if purging:
+        found["X-Tenant-Purge-Started"] = header("When its purge started (ISO 8601, UTC); a tenant being purged only.")
+    return found
 
 
 def operations(middleware: Any, depth: int, context: Context) -> list[Operation]:
@@ -69,7 +77,7 @@ def _path_refusals(middleware: Any, operation: Operation, context: Context, dept
 def _not_found(operation: Operation, middleware: Any, gone_headers: bool = True) -> None:
     fmt, headers = middleware.error_format, version_headers(middleware)
     operation.refuse(404, "tenancy.tenant-not-found", "the tenant was never created, or it was purged.", fmt, headers)
-    gone = {**headers, **_metadata_headers()} if gone_headers else headers
+    gone = {**headers, **_metadata_headers(deleted=True, purging=True)} if gone_headers else headers
     operation.refuse(410, "tenancy.tenant-deleted", "the tenant is deleted (restore brings it back).", fmt, gone)
 
 
@@ -105,7 +113,7 @@ def _tenant_calls(middleware: Any, depth: int, context: Context) -> list[Operati
     head = Operation(path, "head", depth, "admin", "Show a tenant's metadata")
     head.respond(204, "The tenant exists; its metadata in the headers.", headers=meta)
     delete = Operation(path, "delete", depth, "admin", "Delete a tenant (recoverable until it is purged)")
-    delete.respond(204, "Marked deleted; the service's resources hidden.", headers=meta)
+    delete.respond(204, "Marked deleted; the service's resources hidden.", headers=_metadata_headers(deleted=True))
     delete.refuse(
         503,
         "tenancy.removal-failed",

@@ -7,8 +7,9 @@ A pipeline of every filter that answers or changes calls (``RequestId``,
 into every answer it can give: each operation of the description with
 each request that makes a filter refuse, redirect or answer.  Every
 answer must be one its operation lists (status, headers, body valid
-against the listed schema, error code among the listed ones), and every
-(path, method, status) listed must be reached.  Three pipelines
+against the listed schema, error code among the listed ones), every
+(path, method, status) listed must be reached, and every header listed
+for one sent.  Three pipelines
 (:data:`VARIANTS`): the API-WG error shape; nova's with microversions and
 no representations; a public endpoint (``admin_cull`` in front, no admin
 API, a tenant id pattern, the token's project checked, ``422`` for a
@@ -25,6 +26,7 @@ import json
 import re
 import shutil
 import time
+from datetime import timedelta
 
 import pytest
 from openapi_spec_validator import validate
@@ -40,6 +42,7 @@ from tenancy_mw.tags.filter import TagQueryFilter
 from tenancy_mw.tags.store import TagStore
 from tenancy_mw.tenants.admin.filter import TenantAdmin
 from tenancy_mw.tenants.path_filter import TenantPath
+from tenancy_mw.tenants.removal import TenantRemoval
 from tests.support.openapi_checks import UNLISTED, body_problems, documented, response_key, template_of
 from tests.support.tagged_servers import ServerService
 from tests.support.wsgi import call, make_environ
@@ -54,6 +57,22 @@ VARIANTS: dict[str, dict] = {
     "public": {"admin_cull": {}, "tenant_admin": {"admin_api": "false"}, "idempotency": {"mismatch_status": "422"},
                "tenant_path": {"tenant_id_pattern": "[a-z0-9-]+", "check_token_project": "true"}},
 }  # fmt: skip
+
+
+class FailingRemoval(TenantRemoval):
+    """A service whose purge of a tenant's resources fails: the tenant stays marked purging."""
+
+    def hide_resources(self, tenant_id: str) -> None:
+        """Nothing to hide."""
+
+    def restore_resources(self, tenant_id: str) -> None:
+        """Nothing to restore."""
+
+    def purge_resources(self, tenant_id: str) -> None:
+        """Fail, as a service that cannot reach its database."""
+        raise RuntimeError("the service's database is down")
+
+
 DEFAULTS = {"version": "v2.1", "tenant_id": "acme", "resource_id": "s1", "tag": "red", "resource_path": "servers/s1"}
 PROVIDER = "tests.support.tagged_servers:ServerMoves"
 
@@ -93,14 +112,19 @@ class World:
             self._seed(tag=kind == "good")
 
     def _seed(self, tag: bool) -> None:
-        """Tenants, a deleted one, one moved away, a tag: made through an admin endpoint of the same registry."""
+        """Tenants, a deleted one, one being purged, one moved away, a tag: made through an admin endpoint."""
         seeder = TenantAdmin(self.service, {"connection": self.registry, "move_provider": PROVIDER})
         app = TenantPath(seeder, {})
         try:
             requests = [
                 ("PUT", "/v2.1/" + tenant, b"{}") for tenant in ("acme", "dest", "gone", "moved", "full", "boom")
             ]
-            requests += [("DELETE", "/v2.1/gone", b""), ("POST", "/v2.1/moved/action/move?dest=dest", b"")]
+            requests += [("PUT", "/v2.1/purging", b"{}"), ("DELETE", "/v2.1/purging", b"")]
+            for method, target, body in requests:
+                assert call(app, make_environ(method, target, (), body))[0] < 400, (method, target)
+            # A purge whose removal fails leaves the tenant marked purging (restore: 409).
+            assert "purging" in seeder.registry.purge(timedelta(0), removal=FailingRemoval()).failed
+            requests = [("DELETE", "/v2.1/gone", b""), ("POST", "/v2.1/moved/action/move?dest=dest", b"")]
             requests += [("PUT", "/v2.1/acme/servers/s1/tags/red", b"")] if tag else []
             for method, target, body in requests:
                 assert call(app, make_environ(method, target, (), body))[0] < 400, (method, target)
@@ -132,7 +156,7 @@ def generic(world: World, template: str, method: str) -> None:
     """What any call is sent: as is, under unknown, deleted and moved tenants, with a bad path and target."""
     data = b'{"tags": ["a"]}' if method in ("PUT", "POST") else b""
     world.send(method, fill(template), body=data)
-    for tenant in ("nobody", "gone", "moved", "x" * 256, "a%00b", "Not_Matching"):
+    for tenant in ("nobody", "gone", "purging", "moved", "x" * 256, "a%00b", "Not_Matching"):
         world.send(method, fill(template, tenant_id=tenant, resource_path="servers/s9"), body=data)
     world.send(method, fill(template), [("X-Identity-Status", "Confirmed"), ("X-Project-Id", "other")], data)
     world.send(method, fill(template) + "?pad=" + "a" * 9000, body=data)
@@ -163,6 +187,8 @@ def tenant_calls(world: World, template: str, method: str) -> None:
 def move_calls(world: World, template: str, method: str) -> None:
     """Moves: every destination and resource the provider and the registry tell apart, and If-Match."""
     base = fill(template)
+    if method == "POST":
+        world.send(method, base + "?dest=dest", [("If-Match", '"stale"')])  # 412 with the current ETag
     for dest in ("nobody", "gone", "boom", "full", "acme", "dest"):  # "dest" last: it moves
         world.send(method, base + "?dest=" + dest)
     world.send(method, base)
@@ -297,6 +323,24 @@ def test_every_answer_the_description_lists_is_reached(driven):
     missing = sorted(documented(document) - reached)
     assert not missing, "described but never answered:\n%s" % "\n".join(map(str, missing))
     assert len(reached) > 80  # the set is not empty by accident
+
+
+def test_every_header_the_description_lists_is_sent(driven):
+    _, document, answers = driven
+    sent = set()
+    for answer in answers:
+        key = problems(document, answer)[0]
+        if key is not None:
+            sent |= {(*key, name.lower()) for name in answer[3]}
+    listed = {
+        (path, method, status, name.lower())
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        for status, response in operation["responses"].items()
+        for name in response.get("headers", {})
+    }
+    missing = sorted(listed - sent)
+    assert not missing, "headers described but never sent:\n%s" % "\n".join(map(str, missing))
 
 
 def test_other_methods_are_refused_with_the_described_methods_allowed(driven, template, tmp_path):
