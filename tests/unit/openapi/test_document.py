@@ -96,6 +96,8 @@ def test_the_public_endpoint_has_no_admin_calls_but_the_state_check(admin):
     listing = document["paths"]["/{version}/{tenant_id}/servers"]["get"]
     assert {"404", "410", "503", "301"} <= set(listing["responses"])
     assert "tenancy.tenant-not-found" in listing["responses"]["404"]["description"]
+    # A tenant named like an admin segment: the call is culled (cull_status 403).
+    assert described_problems(document, pipeline, "GET", "/v2.1/action/servers") == []
 
 
 def test_options_shape_the_description(admin):

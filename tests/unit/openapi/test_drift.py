@@ -156,7 +156,7 @@ def generic(world: World, template: str, method: str) -> None:
     """What any call is sent: as is, under unknown, deleted and moved tenants, with a bad path and target."""
     data = b'{"tags": ["a"]}' if method in ("PUT", "POST") else b""
     world.send(method, fill(template), body=data)
-    for tenant in ("nobody", "gone", "purging", "moved", "x" * 256, "a%00b", "Not_Matching"):
+    for tenant in ("nobody", "gone", "purging", "moved", "x" * 256, "a%00b", "Not_Matching", "action"):
         world.send(method, fill(template, tenant_id=tenant, resource_path="servers/s9"), body=data)
     world.send(method, fill(template), [("X-Identity-Status", "Confirmed"), ("X-Project-Id", "other")], data)
     world.send(method, fill(template) + "?pad=" + "a" * 9000, body=data)
