@@ -74,14 +74,26 @@ _METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch"
 _LONGEST_CHAIN = 200
 
 
+def _attribute(app: Any, name: str) -> Any:
+    """``getattr(app, name, None)``, also when the object's ``__getattr__`` raises something else."""
+    try:
+        return getattr(app, name, None)
+    except Exception:  # noqa: BLE001 - any object may sit in a pipeline
+        return None
+
+
 def _chain(app: Any) -> tuple[list[Any], int]:
-    """The tenancy_mw filters met following ``.application`` from *app*, outermost first; and the chain's length."""
+    """The tenancy_mw filters met from *app* inwards, outermost first; and the chain's length.
+
+    Each object's wrapped app is its ``application`` (oslo.middleware's
+    filters, this library's), else its ``app`` (paste's and webob's).
+    """
     found, seen, depth = [], set(), 0
     while app is not None and id(app) not in seen and depth < _LONGEST_CHAIN:
         seen.add(id(app))
-        if getattr(app, "opt_group", None) in _DESCRIBERS and hasattr(app, "options"):
+        if _attribute(app, "opt_group") in _DESCRIBERS and _attribute(app, "options") is not None:
             found.append((depth, app))
-        app = getattr(app, "application", None)
+        app = _attribute(app, "application") or _attribute(app, "app")
         depth += 1
     return found, depth
 
@@ -136,7 +148,7 @@ def describe_pipeline(app: Any, *, tag_collections: tuple[str, ...] | list[str] 
 
     *app* is the outermost object of a pipeline (oslo.middleware's
     ``RequestId``, or a filter); the chain is followed through each
-    object's ``application``.  Each filter is described with its own
+    object's ``application`` (else its ``app``).  Each filter is described with its own
     options: the version pattern and tenant layout, ``admin_api``, the
     move provider, ``error_format``, ``microversions``, the token headers,
     the tag query's methods and semantics.

@@ -167,6 +167,25 @@ def test_tenant_admin_alone_describes_its_own_reading_of_the_path(admin, registr
         assert described_problems(document, pipeline, "GET", target) == []
 
 
+class PasteStyle:
+    """A middleware that keeps the app it wraps as ``app`` (paste's, webob's), and whose other attributes raise."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    def __getattr__(self, name: str):
+        raise RuntimeError("no attribute %s here" % name)
+
+    def __call__(self, environ, start_response):
+        return self.app(environ, start_response)
+
+
+def test_the_filters_behind_a_middleware_keeping_app_are_described():
+    pipeline = TenantPath(PasteStyle(TagQueryFilter(service, {})), {})
+    listing = describe_pipeline(pipeline, tag_collections=("servers",))["paths"]["/{version}/{tenant_id}/servers"]
+    assert "tags-any" in {parameter["name"] for parameter in listing["get"]["parameters"]}
+
+
 def test_merge_adds_fragments_and_refuses_a_call_described_twice_differently():
     base = {"openapi": OPENAPI_VERSION, "info": {"title": "s", "version": "1"}, "paths": {"/x": {"get": {}}}}
     fragment = describe_pipeline(TenantPath(TagQueryFilter(service, {}), {}), tag_collections=("servers",))
