@@ -126,9 +126,7 @@ def _context(filters: list, prefix: str, tag_collections: tuple[str, ...]) -> Co
 
 def _service_operations(context: Context, depth: int, filters: list) -> list[Operation]:
     """The calls of the service the filters act on: each tag collection's list (and create, when guarded)."""
-    guarded = any(
-        m.opt_group == "idempotency" and "POST" in {x.strip().upper() for x in m.options.methods} for _, m in filters
-    )
+    guarded = any(m.opt_group == "idempotency" and "POST" in m.methods for _, m in filters)
     found = []
     for collection in context.tag_collections:
         path = context.tenant_path(collection) if context.tenant_in_path else context.path(collection)

@@ -31,7 +31,7 @@ def operations(middleware: Any, depth: int, context: Context) -> list:
 
 def contribute(middleware: Any, depth: int, context: Context) -> None:
     """On every call after it whose method it guards: the token headers, the replay header, its refusals."""
-    methods = {method.lower() for method in middleware.options.methods}
+    methods = {method.lower() for method in middleware.methods}
     for operation in context.below(depth):
         if operation.method not in methods:
             continue
@@ -47,7 +47,7 @@ def contribute(middleware: Any, depth: int, context: Context) -> None:
 
 
 def _token_parameters(middleware: Any, operation) -> None:
-    names = [name.strip() for name in middleware.options.token_headers if name.strip()]
+    names = [name for _, name in middleware.token_headers]
     for name in names:
         operation.parameter(
             {

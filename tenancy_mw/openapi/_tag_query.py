@@ -40,13 +40,12 @@ def parameters(semantics: str, max_tags: int) -> list[dict]:
 
 def contribute(middleware: Any, depth: int, context: Context) -> None:
     """Its parameters on the list calls after it, its ``400`` on every call of its methods."""
-    options = middleware.options
-    methods = {method.strip().lower() for method in options.methods}
+    methods = {method.lower() for method in middleware.methods}
     for operation in context.below(depth):
         if operation.method not in methods:
             continue
         if operation.kind == "list":
-            for parameter in parameters(options.not_tags_semantics, options.max_query_tags):
+            for parameter in parameters(middleware.semantics, middleware.max_query_tags):
                 operation.parameter(parameter)
         operation.refuse(
             400,

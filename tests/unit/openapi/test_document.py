@@ -117,6 +117,17 @@ def test_options_shape_the_description(admin):
     assert any(p["name"] == "OpenStack-API-Version" for p in tenant["get"]["parameters"])
 
 
+def test_the_token_headers_and_methods_are_the_idempotency_filters():
+    guard = Idempotency(TagQueryFilter(service, {}), {"token_headers": " Idempotency-Key ", "methods": "put"})
+    document = openapi(describe_pipeline(TenantPath(guard, {}), tag_collections=("servers",)))
+    tags = document["paths"]["/{version}/{tenant_id}/servers/{resource_id}/tags"]
+    headers = {p["name"] for p in tags["put"]["parameters"] if p["in"] == "header"}
+    assert headers == {"Idempotency-Key"}
+    assert "Idempotent-Replayed" in tags["put"]["responses"]["200"]["headers"]
+    assert not [p for p in tags["get"].get("parameters", []) if p["name"] == "Idempotency-Key"]
+    assert "post" not in document["paths"]["/{version}/{tenant_id}/servers"]  # POST is not guarded
+
+
 def test_no_tenant_in_the_path_puts_the_collections_under_the_version():
     pipeline = TenantPath(TagQueryFilter(service, {}), {"tenant_in_path": "never", "token_tenant": "true"})
     document = openapi(describe_pipeline(pipeline, tag_collections=("servers",)))
