@@ -215,6 +215,11 @@ def _move(middleware: Any, depth: int, path: str, method: str) -> Operation:
         location = header("The move URL of the resource's new place.")
         move.respond(301, "The resource moved: its move URL at the new place.", schema=schema_ref("Redirect"),
                      headers={"Location": location})  # fmt: skip
+    if method == "post":
+        # The provider's refusal keeps its status, and a listed status is the one a client reads (not 4XX).
+        for status in sorted(s for s in move.responses if s.isdigit() and 400 <= int(s) < 500):
+            move.refuse(status, "tenancy.move-refused", "the service's move provider refused with this status.", fmt,
+                        headers)  # fmt: skip
     return move
 
 

@@ -5,7 +5,8 @@ Under ``/v2.1/{tenant}/servers``: ``GET`` lists the tenant's servers
 (``201``), and ``/servers/{id}/tags[/{tag}]`` is the library's
 :class:`~tenancy_mw.tags.api.TagAPI` over a real :class:`~tenancy_mw.tags.store.TagStore`.
 :class:`ServerMoves` moves servers between tenants; it refuses moves into
-``full`` (``403``) and fails on ``boom`` (a provider bug: ``500``).
+``full`` (``403``) and ``taken`` (``409``, a status the move answers
+itself too) and fails on ``boom`` (a provider bug: ``500``).
 """
 
 from __future__ import annotations
@@ -109,3 +110,5 @@ class ServerMoves(MoveProvider):
     def _check(dest_tenant_id: str) -> None:
         if dest_tenant_id == "full":
             raise MoveRefused(403, "Tenant 'full' takes no more servers.")
+        if dest_tenant_id == "taken":
+            raise MoveRefused(409, "Tenant 'taken' has servers of those names.")

@@ -117,7 +117,8 @@ class World:
         app = TenantPath(seeder, {})
         try:
             requests = [
-                ("PUT", "/v2.1/" + tenant, b"{}") for tenant in ("acme", "dest", "gone", "moved", "full", "boom")
+                ("PUT", "/v2.1/" + tenant, b"{}")
+                for tenant in ("acme", "dest", "gone", "moved", "full", "taken", "boom")
             ]
             requests += [("PUT", "/v2.1/purging", b"{}"), ("DELETE", "/v2.1/purging", b"")]
             for method, target, body in requests:
@@ -189,7 +190,7 @@ def move_calls(world: World, template: str, method: str) -> None:
     base = fill(template)
     if method == "POST":
         world.send(method, base + "?dest=dest", [("If-Match", '"stale"')])  # 412 with the current ETag
-    for dest in ("nobody", "gone", "boom", "full", "acme", "dest"):  # "dest" last: it moves
+    for dest in ("nobody", "gone", "boom", "full", "taken", "acme", "dest"):  # "dest" last: it moves
         world.send(method, base + "?dest=" + dest)
     world.send(method, base)
     if "{resource_path}" in template:
