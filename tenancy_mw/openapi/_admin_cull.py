@@ -15,16 +15,29 @@ def operations(middleware: Any, depth: int, context: Context) -> list:
     return []
 
 
+# The requests it cannot judge, by error code (tenancy_mw.cull.filter, tenancy_mw.cull.forms).
+_UNJUDGED = {
+    "tenancy.bad-environ": "a WSGI environ it cannot read",
+    "tenancy.too-many-versions": "too many versions in Accept or Content-Type",
+    "tenancy.path-too-deep": "more path segments than max_segments",
+    "tenancy.method-override-refused": "a method override (method_override = refuse)",
+    "tenancy.unreadable-form": "a form body it cannot read for a _method field",
+}
+
+
 def contribute(middleware: Any, depth: int, context: Context) -> None:
     """Its ``400``/``414`` refusals on every operation after it; its cull where a parameter can make an admin path.
 
-    A tenant, a resource or a tag named like an admin segment (``action``;
-    a version-like resource id before ``tags``) makes a call of the
-    service's API a path the cull rules refuse (``cull_status``).
+    A tenant, a resource or a tag named like an admin segment (``action``)
+    makes a call of the service's API a path the cull rules refuse
+    (``cull_status``).
     """
     fmt, headers = middleware.error_format, version_headers(middleware)
     culled = (404, "tenancy.not-found") if middleware.cull_status == 404 else (403, "tenancy.admin-call")
     for operation in context.below(depth):
+        refuse_path(operation, middleware, "admin_cull", True)
+        for code, why in _UNJUDGED.items():
+            operation.refuse(400, code, why + " (admin_cull).", fmt, headers)
         if any(name != "version" for name in re.findall(r"{(\w+)}", operation.path)):
             operation.refuse(
                 *culled,
@@ -33,12 +46,3 @@ def contribute(middleware: Any, depth: int, context: Context) -> None:
                 fmt,
                 headers,
             )
-        refuse_path(operation, middleware, "admin_cull", True)
-        operation.refuse(
-            400,
-            "tenancy.",
-            "a request admin_cull cannot judge: too many version segments, too "
-            "deep a path, a refused method override, an unreadable form (admin_cull).",
-            fmt,
-            headers,
-        )

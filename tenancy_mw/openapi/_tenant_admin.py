@@ -152,7 +152,8 @@ def _put(middleware: Any, depth: int, path: str) -> Operation:
         fmt,
         headers,
     )
-    put.refuse(400, "tenancy.", "a body that cannot be read (bad-content-length, unreadable-body).", fmt, headers)
+    put.refuse(400, "tenancy.bad-content-length", "a Content-Length that is not a number.", fmt, headers)
+    put.refuse(400, "tenancy.unreadable-body", "a body that cannot be read, or shorter than its length.", fmt, headers)
     put.refuse(
         409,
         "tenancy.tenant-",
@@ -259,13 +260,10 @@ def contribute(middleware: Any, depth: int, context: Context) -> None:
             operation.refuse(
                 410, "tenancy.tenant-deleted", "the tenant is deleted (tenant_admin's state check).", fmt, headers
             )
-            operation.refuse(
-                503,
-                "tenancy.",
-                "the tenant's state cannot be read: registry-unavailable, state-store-unavailable (tenant_admin).",
-                fmt,
-                {**headers, **_RETRY_AFTER},
-            )
+            for code in ("tenancy.registry-unavailable", "tenancy.state-store-unavailable"):
+                operation.refuse(
+                    503, code, "the tenant's state cannot be read (tenant_admin).", fmt, {**headers, **_RETRY_AFTER}
+                )
         if options.redirect_moved and operation.under_tenant:
             operation.respond(
                 301,
