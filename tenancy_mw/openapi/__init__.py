@@ -117,6 +117,9 @@ def _context(filters: list, prefix: str, tag_collections: tuple[str, ...]) -> Co
         version_in_path=not (mount and re.fullmatch(pattern, mount[-1])),
         tenant_in_path=options is None or options.tenant_in_path != "never",
         tenant_id_pattern=options.tenant_id_pattern if options is not None else None,
+        tenantless_collections=tuple(layout.layout.collections)
+        if layout is not None and options.tenant_in_path == "optional"
+        else (),
         tag_collections=tuple(tag_collections),
         tag_error_format=formats[0] if formats else "api-wg",
         token_tenant=tenant_path is not None and tenant_path.options.token_tenant,

@@ -41,6 +41,11 @@ TENANT_ID_PATTERN = r"^(?!\.\.?$)" + _NO_ESCAPE + r"[^/\x00-\x1f\x7f]+" + _END
 TAG_PATTERN = r"^(?!\.\.?$)" + _NO_ESCAPE + r"[^/,\x00-\x1f\x7f]+" + _END
 
 
+def _literal(text: str) -> str:
+    """*text* as a regular expression matching itself, in ECMA-262 too (whose Unicode mode refuses ``\\-``)."""
+    return re.sub(r"[\\^$.|?*+()\[\]{}]", lambda m: "\\" + m.group(), text)
+
+
 def schema_ref(name: str) -> dict:
     """A ``$ref`` to the component schema *name*."""
     return {"$ref": "#/components/schemas/" + name}
@@ -126,6 +131,8 @@ class Context:
     tag_collections: tuple[str, ...]
     #: The ``error_format`` the tag API is described with.
     tag_error_format: str
+    #: The names read as tenant-less collections where a tenant could be (``tenant_in_path = optional``).
+    tenantless_collections: tuple[str, ...] = ()
     #: Whether ``tenant_path`` takes a confirmed token's project as the tenant of a path without one.
     token_tenant: bool = False
     #: Where the outermost ``tenant_path`` is in the chain (``None``: there is none).
@@ -163,8 +170,13 @@ class Context:
             what = "The API version segment (the filters' version_pattern)."
         elif name == "tenant_id":
             schema = schema_ref("TenantId")
-            if self.tenant_id_pattern:
-                schema = {"allOf": [schema, {"pattern": "^(?:%s)$" % self.tenant_id_pattern}]}
+            rules = [{"pattern": "^(?:%s)$" % self.tenant_id_pattern}] if self.tenant_id_pattern else []
+            if self.tenantless_collections:
+                # TenantLayout.is_collection: a listed name, or one with a format suffix (volumes.json).
+                names = "|".join(_literal(name) for name in sorted(self.tenantless_collections))
+                rules.append({"not": {"pattern": r"^(?:%s)(?:\.[^.]+)?%s" % (names, _END)}})
+            if rules:
+                schema = {"allOf": [schema, *rules]}
             what = "The tenant id, percent-encoded as one path segment."
         elif name == "tag":
             schema, what = schema_ref("Tag"), "The tag, percent-encoded as one path segment."

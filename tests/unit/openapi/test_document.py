@@ -258,6 +258,28 @@ def test_the_schemas_agree_with_the_validators_on_any_text(value):
         assert not tag_schema.is_valid(value)
 
 
+LAYOUT_SEGMENTS = ["acme", "flavors", "flavors.json", "flavors.", "flavors.x.json", "Flavors", "os-hosts", "os-hostsx",
+                   "default-types.xml", "servers"]  # fmt: skip
+
+
+def tenant_id_schema(document: dict, path: str) -> dict:
+    """The schema of *path*'s tenant_id parameter, with the components it refers to."""
+    (parameter,) = [p for p in document["paths"][path]["get"]["parameters"] if p["name"] == "tenant_id"]
+    return {**parameter["schema"], "components": document["components"]}
+
+
+@pytest.mark.parametrize("segment", LAYOUT_SEGMENTS)
+def test_the_tenant_id_parameter_excludes_what_the_layout_reads_as_a_collection(segment):
+    pipeline = TenantPath(TagQueryFilter(service, {}), {"extra_tenantless_collections": "os-hosts"})
+    document = describe_pipeline(pipeline, tag_collections=("servers",))
+    schema = tenant_id_schema(document, "/{version}/{tenant_id}/servers")
+    tenant = not pipeline.layout.is_collection(segment)
+    assert jsonschema.Draft202012Validator(schema).is_valid(segment) is tenant
+    always = TenantPath(TagQueryFilter(service, {}), {"tenant_in_path": "always"})
+    schema = tenant_id_schema(describe_pipeline(always, tag_collections=("servers",)), "/{version}/{tenant_id}/servers")
+    assert jsonschema.Draft202012Validator(schema).is_valid(segment)
+
+
 def test_the_schema_patterns_read_the_same_in_ecma_262():
     """JSON Schema's patterns are ECMA-262 regular expressions: a JavaScript client reads them as jsonschema does."""
     require(shutil.which("node") is not None, "node (Debian package nodejs; make test installs it)")
@@ -267,13 +289,16 @@ def test_the_schema_patterns_read_the_same_in_ecma_262():
         "const [patterns, values] = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
         "console.log(JSON.stringify(values.map(v => patterns.map(p => new RegExp(p, 'u').test(v)))));"
     )
-    patterns = [schemas["TenantId"]["pattern"], schemas["Tag"]["pattern"]]
+    document = describe_pipeline(TenantPath(service, {}), tag_collections=("servers",))
+    layout = tenant_id_schema(document, "/{version}/{tenant_id}/servers")["allOf"][1]["not"]["pattern"]
+    values += LAYOUT_SEGMENTS
+    patterns = [schemas["TenantId"]["pattern"], schemas["Tag"]["pattern"], layout]
     result = subprocess.run(
         ["node", "-e", script], input=json.dumps([patterns, values]), capture_output=True, text=True, check=True
     )
     python = [[re.search(pattern, value) is not None for pattern in patterns] for value in values]
     assert json.loads(result.stdout) == python
-    assert python[values.index("\u2028%41")] == [False, False]
+    assert python[values.index("\u2028%41")][:2] == [False, False]
 
 
 def test_every_filter_has_a_describer():
