@@ -108,6 +108,10 @@ def _context(filters: list, prefix: str, tag_collections: tuple[str, ...]) -> Co
     tenant_path = by_group.get("tenant_path")
     layout = tenant_path or by_group.get("tenant_admin")
     options = layout.options if layout is not None else None
+    # What tenant_path's layout reads as a collection where a tenant could be: no tenant id there.
+    collections: tuple[str, ...] = ()
+    if layout is not None and layout.options.tenant_in_path == "optional":
+        collections = tuple(layout.layout.collections)
     pattern = options.version_pattern if options is not None else DEFAULT_VERSION_PATTERN
     mount = [segment for segment in prefix.split("/") if segment]
     formats = [m.error_format for m in (by_group.get("tag_query"), *by_group.values()) if m is not None]
@@ -117,9 +121,7 @@ def _context(filters: list, prefix: str, tag_collections: tuple[str, ...]) -> Co
         version_in_path=not (mount and re.fullmatch(pattern, mount[-1])),
         tenant_in_path=options is None or options.tenant_in_path != "never",
         tenant_id_pattern=options.tenant_id_pattern if options is not None else None,
-        tenantless_collections=tuple(layout.layout.collections)
-        if layout is not None and options.tenant_in_path == "optional"
-        else (),
+        tenantless_collections=collections,
         tag_collections=tuple(tag_collections),
         tag_error_format=formats[0] if formats else "api-wg",
         token_tenant=tenant_path is not None and tenant_path.options.token_tenant,

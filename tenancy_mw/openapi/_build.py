@@ -170,7 +170,7 @@ class Context:
             what = "The API version segment (the filters' version_pattern)."
         elif name == "tenant_id":
             schema = schema_ref("TenantId")
-            rules = [{"pattern": "^(?:%s)$" % self.tenant_id_pattern}] if self.tenant_id_pattern else []
+            rules: list[dict] = [{"pattern": "^(?:%s)$" % self.tenant_id_pattern}] if self.tenant_id_pattern else []
             if self.tenantless_collections:
                 # TenantLayout.is_collection: a listed name, or one with a format suffix (volumes.json).
                 names = "|".join(_literal(name) for name in sorted(self.tenantless_collections))
