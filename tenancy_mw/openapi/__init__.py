@@ -39,6 +39,7 @@ import re
 from types import ModuleType
 from typing import Any
 
+from tenancy_mw.core.errors import ERROR_FORMATS
 from tenancy_mw.core.paths import DEFAULT_VERSION_PATTERN
 from tenancy_mw.openapi import (
     _admin_cull,
@@ -98,7 +99,7 @@ def _chain(app: Any) -> tuple[list[Any], int]:
     return found, depth
 
 
-def _context(filters: list, prefix: str, tag_collections: tuple[str, ...]) -> Context:
+def _context(filters: list, prefix: str, tag_collections: tuple[str, ...], tag_error_format: str) -> Context:
     """The URL layout of the chain: ``tenant_path``'s, else ``tenant_admin``'s, else the defaults."""
     by_group: dict[str, Any] = {}
     depths: dict[str, int] = {}
@@ -114,7 +115,6 @@ def _context(filters: list, prefix: str, tag_collections: tuple[str, ...]) -> Co
         collections = tuple(layout.layout.collections)
     pattern = options.version_pattern if options is not None else DEFAULT_VERSION_PATTERN
     mount = [segment for segment in prefix.split("/") if segment]
-    formats = [m.error_format for m in (by_group.get("tag_query"), *by_group.values()) if m is not None]
     return Context(
         prefix="/" + "/".join(mount) if mount else "",
         version_pattern=pattern,
@@ -123,7 +123,7 @@ def _context(filters: list, prefix: str, tag_collections: tuple[str, ...]) -> Co
         tenant_id_pattern=options.tenant_id_pattern if options is not None else None,
         tenantless_collections=collections,
         tag_collections=tuple(tag_collections),
-        tag_error_format=formats[0] if formats else "api-wg",
+        tag_error_format=tag_error_format,
         token_tenant=tenant_path is not None and tenant_path.options.token_tenant,
         tenant_path_depth=depths.get("tenant_path"),
     )
@@ -146,7 +146,13 @@ def _service_operations(context: Context, depth: int, filters: list) -> list[Ope
     return found
 
 
-def describe_pipeline(app: Any, *, tag_collections: tuple[str, ...] | list[str] = (), prefix: str = "") -> dict:
+def describe_pipeline(
+    app: Any,
+    *,
+    tag_collections: tuple[str, ...] | list[str] = (),
+    prefix: str = "",
+    tag_error_format: str = "api-wg",
+) -> dict:
     """An OpenAPI fragment of what the tenancy_mw filters in *app*'s chain add to the service.
 
     *app* is the outermost object of a pipeline (oslo.middleware's
@@ -160,10 +166,15 @@ def describe_pipeline(app: Any, *, tag_collections: tuple[str, ...] | list[str] 
         the service mounts (:class:`tenancy_mw.tags.api.TagAPI`) and whose
         list takes the tag query parameters.
     :param prefix: the service's mount (``SCRIPT_NAME``), put before every path.
+    :param tag_error_format: the ``error_format`` the service gives its
+        :class:`~tenancy_mw.tags.api.TagAPI` (a WSGI component, not a
+        filter of the chain, so it is not found there).
     :returns: ``{"openapi": "3.1.0", "paths": {...}, "components": {...}}``.
     """
     filters, end = _chain(app)
-    context = _context(filters, prefix, tuple(tag_collections))
+    if tag_error_format not in ERROR_FORMATS:
+        raise ValueError("tag_error_format %r is none of %s" % (tag_error_format, ", ".join(ERROR_FORMATS)))
+    context = _context(filters, prefix, tuple(tag_collections), tag_error_format)
     for depth, middleware in filters:
         context.operations += _DESCRIBERS[middleware.opt_group].operations(middleware, depth, context)
     context.operations += _service_operations(context, end, filters)
@@ -190,30 +201,89 @@ def describe_pipeline(app: Any, *, tag_collections: tuple[str, ...] | list[str] 
 def merge(document: dict, *fragments: dict) -> dict:
     """A new document: *document* with the paths and components of *fragments* added.
 
-    A path and method, or a component name, that two of them describe
-    differently raises :class:`ValueError` naming it (the same description
-    twice is fine: a service's two pipelines give the same components).
+    A call both describe is merged, so a service's own description of its
+    list gains the tag query parameters and the filters' answers: the
+    parameters (by name and place) and the answers (by status) of both are
+    kept; the document's own ``summary``, ``operationId``, ``requestBody``
+    and ``default`` answer win (a fragment's ``default`` only stands for
+    "the service's own answer").  One parameter, one status or one
+    component that two of them describe differently raises
+    :class:`ValueError` naming it; the same description twice is fine (a
+    service's two pipelines give the same components).  Fragments are
+    OpenAPI 3.1: a *document* of another version is refused.
 
     Example::
 
-        >>> merge({"paths": {"/a": {"get": {"x": 1}}}}, {"paths": {"/a": {"get": {"x": 2}}}})
+        >>> own = {"openapi": "3.1.0", "paths": {"/a": {"get": {"responses": {"200": {"description": "A."}}}}}}
+        >>> added = {"paths": {"/a": {"get": {"responses": {"400": {"description": "Bad tag."}}}}}}
+        >>> sorted(merge(own, added)["paths"]["/a"]["get"]["responses"])
+        ['200', '400']
+        >>> merge(own, {"paths": {"/a": {"get": {"responses": {"200": {"description": "B."}}}}}})
         Traceback (most recent call last):
         ...
-        ValueError: GET /a is described differently in two documents
+        ValueError: answer 200 of GET /a is described differently in two documents
     """
+    version = document.get("openapi", OPENAPI_VERSION)
+    if not str(version).startswith("3.1."):
+        raise ValueError("the document is OpenAPI %s; the fragments are OpenAPI %s" % (version, OPENAPI_VERSION))
     merged = copy.deepcopy(document)
     for fragment in fragments:
         for path, item in fragment.get("paths", {}).items():
             target = merged.setdefault("paths", {}).setdefault(path, {})
-            for method, operation in item.items():
-                if method in target and target[method] != operation:
-                    what = "%s %s" % (method.upper(), path) if method in _METHODS else "the %s of %s" % (method, path)
-                    raise ValueError("%s is described differently in two documents" % what)
-                target[method] = copy.deepcopy(operation)
+            for key, value in item.items():
+                if key in _METHODS:
+                    target[key] = _merged_operation(target.get(key), value, "%s %s" % (key.upper(), path))
+                elif key == "parameters":
+                    target[key] = _merged_parameters(target.get(key, []), value, "path %s" % path)
+                else:
+                    _add(target, key, value, "the %s of %s" % (key, path))
         for section, entries in fragment.get("components", {}).items():
             target = merged.setdefault("components", {}).setdefault(section, {})
             for name, value in entries.items():
-                if name in target and target[name] != value:
-                    raise ValueError("components/%s/%s is described differently in two documents" % (section, name))
-                target[name] = copy.deepcopy(value)
+                _add(target, name, value, "components/%s/%s" % (section, name))
+    return merged
+
+
+# The keys of an operation the service's own description keeps when a fragment describes the call too.
+_SERVICE_KEYS = frozenset({"summary", "description", "operationId", "requestBody", "tags", "deprecated"})
+
+
+def _add(target: dict, key: str, value: Any, what: str) -> None:
+    """Put *value* at *key*; a different value already there is a clash named *what*."""
+    if key in target and target[key] != value:
+        raise ValueError("%s is described differently in two documents" % what)
+    target[key] = copy.deepcopy(value)
+
+
+def _merged_operation(own: dict | None, added: dict, what: str) -> dict:
+    """The operation *own* (the document's, may be ``None``) with what the fragment's *added* lists."""
+    if own is None:
+        return copy.deepcopy(added)
+    merged = copy.deepcopy(own)
+    for key, value in added.items():
+        if key == "parameters":
+            merged[key] = _merged_parameters(merged.get(key, []), value, what)
+        elif key == "responses":
+            responses = merged.setdefault("responses", {})
+            for status, answer in value.items():
+                if status == "default" and "default" in responses:
+                    continue  # the service's own
+                _add(responses, status, answer, "answer %s of %s" % (status, what))
+        elif key not in _SERVICE_KEYS or key not in merged:
+            _add(merged, key, value, "the %s of %s" % (key, what))
+    return merged
+
+
+def _merged_parameters(own: list, added: list, what: str) -> list:
+    """*own* with the parameters of *added* it lacks; one both list differently is a clash."""
+    merged = copy.deepcopy(own)
+    by_key = {(p.get("name"), p.get("in")): p for p in merged if isinstance(p, dict)}
+    for parameter in added:
+        key = (parameter.get("name"), parameter.get("in"))
+        if key in by_key:
+            if by_key[key] != parameter:
+                raise ValueError("parameter %s (%s) of %s is described differently in two documents" % (*key, what))
+            continue
+        merged.append(copy.deepcopy(parameter))
+        by_key[key] = parameter
     return merged

@@ -207,11 +207,40 @@ def test_merge_adds_fragments_and_refuses_a_call_described_twice_differently():
     other = describe_pipeline(
         TenantPath(TagQueryFilter(service, {"error_format": "nova"}), {}), tag_collections=("servers",)
     )
-    with pytest.raises(ValueError, match=r"GET /\{version\}/\{tenant_id\}/servers is described differently"):
+    with pytest.raises(ValueError, match=r"answer 400 of GET /\{version\}/\{tenant_id\}/servers is described differ"):
         merge(merged, other)
     clashing = {"components": {"schemas": {"Tag": {"type": "integer"}}}}
     with pytest.raises(ValueError, match="components/schemas/Tag"):
         merge(merged, clashing)
+    with pytest.raises(ValueError, match="the document is OpenAPI 3.0.3"):
+        merge(dict(base, openapi="3.0.3"), fragment)
+
+
+def test_merge_adds_the_filters_parameters_and_answers_to_the_services_own_call():
+    """The service describes its list; the fragment adds the tag query and the filters' answers to it."""
+    path = "/{version}/{tenant_id}/servers"
+    own_listing = {
+        "operationId": "listServers",
+        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "The servers."}, "default": {"description": "The service's errors."}},
+    }
+    own = {"openapi": OPENAPI_VERSION, "info": {"title": "s", "version": "1"}, "paths": {path: {"get": own_listing}}}
+    fragment = describe_pipeline(TenantPath(TagQueryFilter(service, {}), {}), tag_collections=("servers",))
+    listing = merge(own, fragment)["paths"][path]["get"]
+    assert listing["operationId"] == "listServers"  # the service's own
+    assert listing["responses"]["200"] == own_listing["responses"]["200"]
+    assert listing["responses"]["default"] == own_listing["responses"]["default"]
+    assert "400" in listing["responses"]  # a bad tag query, answered by tag_query
+    names = [parameter["name"] for parameter in listing["parameters"]]
+    assert names[0] == "limit"
+    assert {"tags", "tags-any", "not-tags", "not-tags-any"} <= set(names)
+    assert len(names) == len(set(names))  # nothing listed twice
+    validate(merge(own, fragment))
+    clashing = {
+        "paths": {path: {"get": {"parameters": [{"name": "tags", "in": "query", "schema": {"type": "integer"}}]}}}
+    }
+    with pytest.raises(ValueError, match=r"parameter tags \(query\) of GET"):
+        merge(merge(own, fragment), clashing)
 
 
 SAMPLE_IDS = ["acme", "Bob's Tenant", "∑∞", "∑" * 255, "x" * 255, "100%", "a.b", "...", "",
@@ -323,3 +352,15 @@ def test_the_package_imports_without_webob_and_sqlalchemy():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "3.1.0"
+
+
+def test_the_tag_apis_errors_are_described_in_the_format_the_service_gives_it():
+    """The tag API is the service's component, not a filter of the chain: its error_format is given."""
+    pipeline = TenantPath(TagQueryFilter(service, {}), {})
+    tag_path = "/{version}/{tenant_id}/servers/{resource_id}/tags"
+    for error_format, shape in (("api-wg", "ApiWgErrors"), ("nova", "itemNotFound")):
+        document = describe_pipeline(pipeline, tag_collections=("servers",), tag_error_format=error_format)
+        answer = json.dumps(document["paths"][tag_path]["get"]["responses"]["404"])
+        assert shape in answer, (error_format, answer)
+    with pytest.raises(ValueError, match="tag_error_format 'xml' is none of api-wg, nova"):
+        describe_pipeline(pipeline, tag_collections=("servers",), tag_error_format="xml")

@@ -93,7 +93,8 @@ class World:
             shutil.copy(template, folder / "tenants.sqlite")
         tags = "sqlite:///%s" % (folder / "tags.sqlite")
         self.tag_store = TagStore(tags, max_tags=3, create_tables=kind != "broken_stores")
-        self.service = ServerService(self.tag_store, options("tag_query").get("error_format", "api-wg"))
+        self.tag_error_format = options("tag_query").get("error_format", "api-wg")
+        self.service = ServerService(self.tag_store, self.tag_error_format)
         store = {"backend": "memory"}
         if kind == "broken_stores":
             store = {"backend": "memcached", "memcached_servers": "127.0.0.1:9", "secret": "s", "store_timeout": "0.2"}
@@ -292,7 +293,7 @@ def driven(request, template, tmp_path_factory):
     folder = tmp_path_factory.mktemp(variant)
     (folder / "describe").mkdir()
     first = World(folder / "describe", template, variant, "good")
-    document = describe_pipeline(first.app, tag_collections=("servers",))
+    document = describe_pipeline(first.app, tag_collections=("servers",), tag_error_format=first.tag_error_format)
     validate({**document, "info": {"title": variant, "version": "1"}})
     answers = list(first.answers)
     first.close()
@@ -304,7 +305,10 @@ def driven(request, template, tmp_path_factory):
                 (folder / str(count)).mkdir()
                 world = World(folder / str(count), template, variant, kind)
                 try:
-                    assert describe_pipeline(world.app, tag_collections=("servers",)) == document
+                    described = describe_pipeline(
+                        world.app, tag_collections=("servers",), tag_error_format=world.tag_error_format
+                    )
+                    assert described == document
                     exercise(world, path, method, kind)
                 finally:
                     world.close()
