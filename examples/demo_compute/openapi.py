@@ -1,0 +1,797 @@
+"""The demo's OpenAPI 3.1 document, served at ``GET /openapi.json`` on each endpoint.
+
+:func:`demo_document` describes what :class:`demo_compute.app.DemoCompute`
+answers (its routes in :mod:`demo_compute.app` and
+:data:`demo_compute.cells_api.CellsApi.ROUTES`), with every status the
+filters in front of it give those URLs (``400`` for a bad path or version,
+``404``/``410`` under an unknown/deleted tenant, ``301`` at a moved
+server's old URL, ``406`` out of the version range, ``503`` when a cell did
+not answer); :func:`endpoint_document` merges it with
+:func:`tenancy_mw.openapi.describe_pipeline` of the endpoint's own chain (the
+tenant admin API, the tag API and parameters, idempotency headers) and
+leaves out every operation an ``admin_cull`` of that chain refuses, so
+the public endpoint's document has no admin call.
+
+The :class:`OpenApiFilter` paste filter builds its endpoint's document once,
+when the pipeline loads, from the chain below it, and answers
+``GET /openapi.json`` (and ``HEAD``) with it; every other request passes::
+
+    [pipeline:main]
+    pipeline = request_id openapi admin_cull tenant_path ... demo_compute
+
+    [filter:openapi]
+    paste.filter_factory = demo_compute.openapi:filter_factory
+
+Operations are ``GET``, ``PUT``, ``POST`` and ``DELETE``; every ``GET``
+route also takes ``HEAD`` (the same answer without a body), left out of the
+document.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+
+from webob import Request
+
+from demo_compute import API_VERSION, microversions
+from tenancy_mw import openapi
+
+__all__ = ["DOCUMENT_PATH", "OpenApiFilter", "demo_document", "endpoint_document", "filter_factory"]
+
+#: Where each endpoint serves its document.
+DOCUMENT_PATH = "/openapi.json"
+
+_V = "/" + API_VERSION
+_TENANT = _V + "/{project_id}"
+_JSON = "application/json"
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_METHODS = ("get", "put", "post", "delete", "head", "patch", "options")
+
+
+def _ref(kind: str, name: str) -> dict:
+    return {"$ref": "#/components/%s/%s" % (kind, name)}
+
+
+def _json(schema: dict, description: str, headers: dict | None = None, links: dict | None = None) -> dict:
+    response: dict = {"description": description, "content": {_JSON: {"schema": schema}}}
+    if headers:
+        response["headers"] = headers
+    if links:
+        response["links"] = links
+    return response
+
+
+# The answers of the filters and the app, by status (statuses the demo's URLs may give; an
+# operation lists those it can).
+_ERRORS = {
+    "301": ("MovedPermanently", "The server moved to another tenant; Location is its new URL (tenant_admin)."),
+    "400": ("BadRequest", "A malformed path, tenant id, microversion, query or body."),
+    "404": ("NotFound", "Nothing there: an unknown tenant, server, tag, id, or a URL the version does not serve."),
+    "405": ("MethodNotAllowed", "A method the URL does not take (with Allow)."),
+    "406": ("NotAcceptable", "A microversion outside 2.1 to 2.53."),
+    "409": ("Conflict", "An idempotency token reused with another request, or still running."),
+    "410": ("Gone", "The tenant is deleted."),
+    "411": ("LengthRequired", "A body without Content-Length."),
+    "413": ("RequestTooLarge", "A body over the limit."),
+    "503": ("ServiceUnavailable", "A cell database did not answer in time (Retry-After)."),
+}
+
+# Every URL under /v2.1: a bad path or version (400), a version out of range (406).
+_UNDER_VERSION = ("400", "406")
+# Under a tenant: unknown (404), deleted (410).
+_UNDER_TENANT = _UNDER_VERSION + ("404", "410")
+# Routes with a body.
+_WITH_BODY = ("411", "413")
+
+
+def _errors(*statuses: str) -> dict:
+    return {status: _ref("responses", _ERRORS[status][0]) for status in statuses}
+
+
+def _operation(operation_id: str, summary: str, responses: dict, *errors: str, **extra) -> dict:
+    operation = {"operationId": operation_id, "summary": summary, "responses": dict(responses, **_errors(*errors))}
+    operation.update(extra)
+    return operation
+
+
+def _schemas(error_format: str) -> dict:
+    string = {"type": "string"}
+    nullable_string = {"type": ["string", "null"]}
+    # Integers below microversion 2.53, uuids from it.
+    cell_id = {"oneOf": [{"type": "integer"}, {"type": "string", "format": "uuid"}]}
+    links = {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["rel", "href"],
+            "properties": {"rel": string, "href": string},
+        },
+    }
+    version = {
+        "type": "object",
+        "required": ["id", "status", "version", "min_version", "updated", "links"],
+        "properties": {
+            "id": {"const": API_VERSION},
+            "status": {"const": "CURRENT"},
+            "version": {"const": str(microversions.MAX_VERSION)},
+            "min_version": {"const": str(microversions.MIN_VERSION)},
+            "updated": string,
+            "links": links,
+            "media-types": {"type": "array", "items": {"type": "object"}},
+        },
+    }
+    server = {
+        "type": "object",
+        "required": ["id", "name", "tenant_id", "created", "links", "status", "flavor", "image", "addresses"],
+        "properties": {
+            "id": string,
+            "name": string,
+            "tenant_id": string,
+            "created": {"type": "string", "format": "date-time"},
+            "links": links,
+            "status": {"const": "ACTIVE"},
+            "flavor": {"type": "object"},
+            "image": string,
+            "addresses": {"type": "object"},
+            "tags": {"$ref": "#/components/schemas/TagList"},
+        },
+        "additionalProperties": False,
+    }
+    service = {
+        "type": "object",
+        "required": ["id", "binary", "host", "zone", "status", "state", "updated_at", "disabled_reason", "forced_down"],
+        "properties": {
+            "id": cell_id,
+            "binary": string,
+            "host": string,
+            "zone": string,
+            "status": {"enum": ["enabled", "disabled"]},
+            "state": {"enum": ["up", "down"]},
+            "updated_at": nullable_string,
+            "disabled_reason": nullable_string,
+            "forced_down": {"type": "boolean"},
+        },
+    }
+    hypervisor = {
+        "type": "object",
+        "required": ["id", "hypervisor_hostname", "state", "status"],
+        "properties": {
+            "id": cell_id,
+            "hypervisor_hostname": string,
+            "state": {"enum": ["up", "down"]},
+            "status": {"enum": ["enabled", "disabled"]},
+            "hypervisor_type": string,
+            "host_ip": string,
+            "uptime": string,
+            "service": {
+                "type": "object",
+                "required": ["id", "host", "disabled_reason"],
+                "properties": {
+                    "id": {"oneOf": [cell_id, {"type": "null"}]},
+                    "host": string,
+                    "disabled_reason": nullable_string,
+                },
+            },
+        },
+    }
+    if error_format == "nova":
+        # nova's fault: {"itemNotFound": {"code": 404, "message": "..."}}.
+        error = {
+            "type": "object",
+            "minProperties": 1,
+            "maxProperties": 1,
+            "additionalProperties": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {"code": {"type": "integer"}, "message": string},
+            },
+        }
+    else:
+        error = {
+            "type": "object",
+            "required": ["errors"],
+            "properties": {
+                "errors": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["request_id", "code", "status", "title", "detail"],
+                        "properties": {
+                            "request_id": nullable_string,
+                            "code": string,
+                            "status": {"type": "integer"},
+                            "title": string,
+                            "detail": string,
+                        },
+                    },
+                }
+            },
+        }
+    return {
+        "Error": error,
+        "Version": version,
+        "Versions": {
+            "type": "object",
+            "required": ["versions"],
+            "properties": {"versions": {"type": "array", "items": version}},
+        },
+        "VersionDocument": {"type": "object", "required": ["version"], "properties": {"version": version}},
+        "Server": server,
+        "ServerEnvelope": {"type": "object", "required": ["server"], "properties": {"server": server}},
+        "ServerList": {
+            "type": "object",
+            "required": ["servers"],
+            "properties": {"servers": {"type": "array", "items": server}},
+        },
+        "ServerCreate": {
+            "type": "object",
+            "required": ["server"],
+            "properties": {
+                "server": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1, "maxLength": 255},
+                        "tags": {"$ref": "#/components/schemas/TagList"},
+                    },
+                }
+            },
+            "example": {"server": {"name": "web1"}},
+        },
+        "TagList": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 60}, "maxItems": 50},
+        "Tags": {
+            "type": "object",
+            "required": ["tags"],
+            "properties": {"tags": {"$ref": "#/components/schemas/TagList"}},
+        },
+        "Service": service,
+        "ServiceList": {
+            "type": "object",
+            "required": ["services"],
+            "properties": {"services": {"type": "array", "items": service}},
+        },
+        "ServiceEnvelope": {
+            "type": "object",
+            "required": ["service"],
+            # A legacy action (below 2.53) answers {"host", "binary", "status" or "forced_down", ...}.
+            "properties": {
+                "service": {
+                    "oneOf": [
+                        service,
+                        {
+                            "type": "object",
+                            "required": ["host", "binary"],
+                            "properties": {
+                                "host": string,
+                                "binary": string,
+                                "status": {"enum": ["enabled", "disabled"]},
+                                "disabled_reason": string,
+                                "forced_down": {"type": "boolean"},
+                            },
+                            "additionalProperties": False,
+                        },
+                    ]
+                }
+            },
+        },
+        "ServiceUpdate": {
+            "type": "object",
+            "description": "From 2.53: status, disabled_reason, forced_down. Below it, a legacy action"
+            " (enable, disable, disable-log-reason, force-down) takes host and binary.",
+            "properties": {
+                "status": {"enum": ["enabled", "disabled"]},
+                "disabled_reason": {"type": "string", "minLength": 1, "maxLength": 255},
+                "forced_down": {"type": "boolean"},
+                "host": string,
+                "binary": string,
+            },
+            "example": {"status": "disabled", "disabled_reason": "maintenance"},
+        },
+        "Hypervisor": hypervisor,
+        "HypervisorList": {
+            "type": "object",
+            "required": ["hypervisors"],
+            "properties": {"hypervisors": {"type": "array", "items": hypervisor}},
+        },
+        "HypervisorEnvelope": {
+            "type": "object",
+            "required": ["hypervisor"],
+            "properties": {"hypervisor": hypervisor},
+        },
+    }
+
+
+def _components(error_format: str) -> dict:
+    version_header = {
+        "OpenStack-API-Version": {
+            "description": "The microversion the answer was served at.",
+            "required": True,
+            "schema": {"type": "string", "pattern": r"^compute 2\.[0-9]+$"},
+        },
+        "X-OpenStack-Nova-API-Version": {
+            "description": "The same, in nova's legacy header.",
+            "required": True,
+            "schema": {"type": "string", "pattern": r"^2\.[0-9]+$"},
+        },
+    }
+    responses = {}
+    for status, (name, description) in _ERRORS.items():
+        headers = None
+        if status == "301":
+            headers = {"Location": {"required": True, "schema": {"type": "string"}}}
+        elif status == "405":
+            headers = {"Allow": {"required": True, "schema": {"type": "string"}}}
+        elif status == "503":
+            headers = {"Retry-After": {"required": True, "schema": {"type": "string", "pattern": "^[0-9]+$"}}}
+        responses[name] = _json(_ERROR, description, headers)
+    return {
+        "schemas": _schemas(error_format),
+        "responses": responses,
+        "headers": version_header,
+        "parameters": {
+            "project_id": {
+                "name": "project_id",
+                "in": "path",
+                "required": True,
+                "description": "The tenant (created on the admin endpoint first).",
+                "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+            },
+            "microversion": {
+                "name": "OpenStack-API-Version",
+                "in": "header",
+                "required": False,
+                "description": "The microversion asked for (none: 2.1; tags from 2.26, uuids from 2.53).",
+                "schema": {"enum": ["compute 2.1", "compute 2.26", "compute 2.52", "compute 2.53", "compute latest"]},
+            },
+        },
+    }
+
+
+def _versioned(schema_name: str, description: str, **extra) -> dict:
+    """A 2xx JSON answer under /v2.1: it names the microversion it was served at."""
+    headers = {
+        "OpenStack-API-Version": {"$ref": "#/components/headers/OpenStack-API-Version"},
+        "X-OpenStack-Nova-API-Version": {"$ref": "#/components/headers/X-OpenStack-Nova-API-Version"},
+    }
+    headers.update(extra.pop("headers", {}))
+    return _json(_ref("schemas", schema_name), description, headers, extra.pop("links", None))
+
+
+def _no_content(description: str) -> dict:
+    return {"description": description}
+
+
+def _path_param(name: str, description: str) -> dict:
+    return {"name": name, "in": "path", "required": True, "description": description, "schema": {"type": "string"}}
+
+
+def _server_links(project: str = "$request.path.project_id", server: str = "$response.body#/server/id") -> dict:
+    """OpenAPI links from a server's answer to the calls on it (schemathesis's stateful phase follows them)."""
+    params = {"project_id": project, "server_id": server}
+    return {
+        "ShowServer": {"operationId": "showServer", "parameters": params},
+        "DeleteServer": {"operationId": "deleteServer", "parameters": params},
+        "ListServerTags": {"operationId": "listServerTags", "parameters": params},
+        "ReplaceServerTags": {"operationId": "replaceServerTags", "parameters": params},
+        "AddServerTag": {"operationId": "addServerTag", "parameters": params},
+    }
+
+
+def _servers_paths() -> dict:
+    """The servers and their tags, under ``/v2.1/{project_id}``."""
+    tenant = [_ref("parameters", "project_id"), _ref("parameters", "microversion")]
+    server = tenant + [_path_param("server_id", "A server of the tenant.")]
+    tag = server + [_path_param("tag", "A tag (1 to 60 characters, no comma or slash).")]
+    tag_filters = [
+        {"name": name, "in": "query", "required": False, "description": description, "schema": {"type": "string"}}
+        for name, description in (
+            ("tags", "Servers with every tag of this comma-separated list (from 2.26)."),
+            ("tags-any", "Servers with any of them."),
+            ("not-tags", "Servers with none of them."),
+            ("not-tags-any", "Servers without all of them."),
+        )
+    ]
+    servers = _TENANT + "/servers"
+    moved = ("301",)
+    tag_body = {"required": True, "content": {_JSON: {"schema": _ref("schemas", "Tags")}}}
+
+    def listing(operation_id: str, summary: str) -> dict:
+        return _operation(
+            operation_id,
+            summary,
+            {"200": _versioned("ServerList", "The servers.")},
+            *_UNDER_TENANT,
+            parameters=tag_filters,
+        )
+
+    return {
+        servers: {
+            "parameters": tenant,
+            "get": listing("listServers", "The tenant's servers (tags from 2.26, filtered by the tag parameters)."),
+            "post": _operation(
+                "createServer",
+                "Create a server (tags in the body from 2.52).",
+                {
+                    "201": _versioned(
+                        "ServerEnvelope",
+                        "The new server.",
+                        headers={"Location": {"required": True, "schema": {"type": "string"}}},
+                        links=_server_links(),
+                    )
+                },
+                *(_UNDER_TENANT + _WITH_BODY),
+                requestBody={"required": True, "content": {_JSON: {"schema": _ref("schemas", "ServerCreate")}}},
+            ),
+        },
+        servers + "/detail": {
+            "parameters": tenant,
+            "get": listing("listServersDetail", "The same list (a demo server has no more fields)."),
+        },
+        servers + "/{server_id}": {
+            "parameters": server,
+            "get": _operation(
+                "showServer",
+                "One server.",
+                {"200": _versioned("ServerEnvelope", "The server.")},
+                *(_UNDER_TENANT + moved),
+            ),
+            "delete": _operation(
+                "deleteServer",
+                "Delete a server (and its tags).",
+                {"204": _no_content("Deleted.")},
+                *(_UNDER_TENANT + moved),
+            ),
+        },
+        servers + "/{server_id}/tags": {
+            "parameters": server,
+            "get": _operation(
+                "listServerTags",
+                "The server's tags (from 2.26; 404 below).",
+                {"200": _versioned("Tags", "The tags.")},
+                *(_UNDER_TENANT + moved),
+            ),
+            "put": _operation(
+                "replaceServerTags",
+                "Replace the server's tags (at most 50).",
+                {"200": _versioned("Tags", "The tags now.")},
+                *(_UNDER_TENANT + moved + _WITH_BODY),
+                requestBody=tag_body,
+            ),
+            "delete": _operation(
+                "deleteServerTags",
+                "Remove every tag of the server.",
+                {"204": _no_content("Removed.")},
+                *(_UNDER_TENANT + moved),
+            ),
+        },
+        servers + "/{server_id}/tags/{tag}": {
+            "parameters": tag,
+            "get": _operation(
+                "checkServerTag",
+                "Whether the server has the tag (204), or not (404).",
+                {"204": _no_content("It has.")},
+                *(_UNDER_TENANT + moved),
+            ),
+            "put": _operation(
+                "addServerTag",
+                "Add a tag: 201 (with Location), or 204 if the server has it.",
+                {
+                    "201": {
+                        "description": "Added.",
+                        "headers": {"Location": {"required": True, "schema": {"type": "string"}}},
+                    },
+                    "204": _no_content("The server had it."),
+                },
+                *(_UNDER_TENANT + moved),
+            ),
+            "delete": _operation(
+                "deleteServerTag",
+                "Remove a tag (404 if the server has not it).",
+                {"204": _no_content("Removed.")},
+                *(_UNDER_TENANT + moved),
+            ),
+        },
+    }
+
+
+def _cells_paths(scope: str, scope_parameters: list, suffix: str, errors: tuple) -> dict:
+    """``os-services`` and ``os-hypervisors`` under *scope* (``/v2.1`` or ``/v2.1/{project_id}``)."""
+    service_id = _path_param(
+        "service_id",
+        "A service id (an integer below 2.53, a uuid from it), or below 2.53"
+        " a legacy action: enable, disable, disable-log-reason, force-down.",
+    )
+    hypervisor_id = _path_param("hypervisor_id", "A hypervisor id (an integer below 2.53, a uuid from it).")
+    pattern = _path_param("pattern", "A substring of the hypervisor hostname.")
+    ids = ("503",)  # id_resolver: a cell that did not answer about the id
+    first_service = {"service_id": "$response.body#/services/0/id"}
+    first_hypervisor = {"hypervisor_id": "$response.body#/hypervisors/0/id"}
+    if scope_parameters and "project_id" in scope:
+        first_service["project_id"] = first_hypervisor["project_id"] = "$request.path.project_id"
+
+    def read(parameters: list, operation_id: str, summary: str, schema: str, description: str) -> dict:
+        # A GET-only route of the hypervisors (a cell may not answer about the id: 503).
+        return {
+            "parameters": parameters,
+            "get": _operation(
+                operation_id + suffix, summary, {"200": _versioned(schema, description)}, *(errors + ids)
+            ),
+        }
+
+    return {
+        scope + "/os-services": {
+            "parameters": scope_parameters,
+            "get": _operation(
+                "listServices" + suffix,
+                "Every cell's services (the cells that answered).",
+                {
+                    "200": _versioned(
+                        "ServiceList",
+                        "The services.",
+                        links={
+                            "UpdateService": {"operationId": "updateService" + suffix, "parameters": first_service},
+                            "DeleteService": {"operationId": "deleteService" + suffix, "parameters": first_service},
+                        },
+                    )
+                },
+                *errors,
+                parameters=[
+                    {"name": "host", "in": "query", "required": False, "schema": {"type": "string"}},
+                    {"name": "binary", "in": "query", "required": False, "schema": {"type": "string"}},
+                ],
+            ),
+        },
+        scope + "/os-services/{service_id}": {
+            "parameters": scope_parameters + [service_id],
+            "put": _operation(
+                "updateService" + suffix,
+                "Enable, disable or force down a service (2.53); nova's legacy actions below it.",
+                {"200": _versioned("ServiceEnvelope", "The service.")},
+                *(errors + ids + _WITH_BODY),
+                requestBody={"required": True, "content": {_JSON: {"schema": _ref("schemas", "ServiceUpdate")}}},
+            ),
+            "delete": _operation(
+                "deleteService" + suffix,
+                "Delete a service.",
+                {"204": _no_content("Deleted.")},
+                *(errors + ids),
+            ),
+        },
+        scope + "/os-hypervisors": {
+            "parameters": scope_parameters,
+            "get": _operation(
+                "listHypervisors" + suffix,
+                "Every cell's hypervisors; from 2.53 a hostname search.",
+                {
+                    "200": _versioned(
+                        "HypervisorList",
+                        "The hypervisors.",
+                        links={
+                            "ShowHypervisor": {
+                                "operationId": "showHypervisor" + suffix,
+                                "parameters": first_hypervisor,
+                            },
+                            "HypervisorUptime": {
+                                "operationId": "hypervisorUptime" + suffix,
+                                "parameters": first_hypervisor,
+                            },
+                        },
+                    )
+                },
+                *(errors + ids),
+                parameters=[
+                    {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+                    for name in ("hypervisor_hostname_pattern", "hypervisor_hostname")
+                ],
+            ),
+        },
+        scope + "/os-hypervisors/detail": read(
+            scope_parameters, "listHypervisorsDetail", "The same, with details.", "HypervisorList", "The hypervisors."
+        ),
+        scope + "/os-hypervisors/{hypervisor_id}": read(
+            scope_parameters + [hypervisor_id],
+            "showHypervisor",
+            "One hypervisor.",
+            "HypervisorEnvelope",
+            "The hypervisor.",
+        ),
+        scope + "/os-hypervisors/{hypervisor_id}/uptime": read(
+            scope_parameters + [hypervisor_id],
+            "hypervisorUptime",
+            "A hypervisor's uptime.",
+            "HypervisorEnvelope",
+            "The hypervisor and its uptime.",
+        ),
+        scope + "/os-hypervisors/{pattern}/search": read(
+            scope_parameters + [pattern],
+            "searchHypervisors",
+            "Below 2.53 only: the hypervisors whose hostname contains the pattern.",
+            "HypervisorList",
+            "The hypervisors.",
+        ),
+    }
+
+
+def demo_document(error_format: str = "api-wg", tenant_version_document: bool = True) -> dict:
+    """The OpenAPI 3.1 document of the demo app's own routes, error bodies in *error_format*.
+
+    *tenant_version_document* is whether the app answers ``GET /v2.1/{project_id}`` (not
+    where a ``tenant_admin`` with its admin API answers it first).
+
+    >>> document = demo_document()
+    >>> document["paths"]["/v2.1/{project_id}/servers"]["post"]["operationId"]
+    'createServer'
+    """
+    version = [_ref("parameters", "microversion")]
+    tenant = [_ref("parameters", "project_id")] + version
+    paths = {
+        "/": {
+            "get": _operation(
+                "listVersions",
+                "The versions document (not under microversion control).",
+                {"200": _json(_ref("schemas", "Versions"), "The versions.")},
+            )
+        },
+        _V: {
+            "parameters": version,
+            "get": _operation(
+                "showVersion",
+                "The version document.",
+                {"200": _versioned("VersionDocument", "The version.")},
+                *_UNDER_VERSION,
+            ),
+        },
+    }
+    if tenant_version_document:
+        paths[_TENANT] = {
+            "parameters": tenant,
+            "get": _operation(
+                "showTenantVersion",
+                "The version document at the tenant's URL (python-novaclient discovers versions there).",
+                {"200": _versioned("VersionDocument", "The version.")},
+                *_UNDER_TENANT,
+            ),
+        }
+    paths.update(_servers_paths())
+    paths.update(_cells_paths(_V, version, "", _UNDER_VERSION + ("404",)))
+    paths.update(_cells_paths(_TENANT, tenant, "InTenant", _UNDER_TENANT))
+    return {
+        "openapi": openapi.OPENAPI_VERSION,
+        "info": {
+            "title": "tenancy_mw demo_compute",
+            "version": str(microversions.MAX_VERSION),
+            "description": "The demo's compute-style API behind the tenancy_mw filters (examples/README.rst).",
+        },
+        "paths": paths,
+        "components": _components(error_format),
+    }
+
+
+# Building an endpoint's document ------------------------------------------------------------
+
+
+def _chain(app) -> Iterator:
+    """*app* and every app below it, following ``.application`` (oslo's RequestId and tenancy_mw's filters)."""
+    seen = set()
+    while app is not None and id(app) not in seen:
+        seen.add(id(app))
+        yield app
+        app = getattr(app, "application", None)
+
+
+def _template(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
+def _sample_path(path: str) -> str:
+    # Any value of a path parameter: a cull rule decides on the URL's shape, not its values.
+    return re.sub(r"\{[^}]+\}", "x1", path)
+
+
+def _culled(cullers: list, method: str, path: str) -> bool:
+    environ = Request.blank(_sample_path(path), method=method.upper()).environ
+    return any(culler.judge(dict(environ)) is not None for culler in cullers)
+
+
+def _without_culled(document: dict, cullers: list) -> dict:
+    """*document* without the operations an ``admin_cull`` of the chain refuses (a public endpoint's)."""
+    kept = copy.deepcopy(document)
+    for path, item in list(kept["paths"].items()):
+        for method in [m for m in item if m in _METHODS]:
+            if _culled(cullers, method, path):
+                del item[method]
+        if not any(m in item for m in _METHODS):
+            del kept["paths"][path]
+    # A link to an operation left out would send a client (and a fuzzer) to a refused call.
+    kept_ids = {op.get("operationId") for item in kept["paths"].values() for m, op in item.items() if m in _METHODS}
+    for item in kept["paths"].values():
+        for method in [m for m in item if m in _METHODS]:
+            for response in item[method].get("responses", {}).values():
+                links = response.get("links", {})
+                for name in [n for n, link in links.items() if link.get("operationId") not in kept_ids]:
+                    del links[name]
+                if "links" in response and not links:
+                    del response["links"]
+    return kept
+
+
+def _yield_to(document: dict, fragment: dict) -> dict:
+    """*document* without the operations *fragment* describes under the same URL template.
+
+    A filter that answers a URL itself (``tenant_admin``'s ``GET /v2.1/{project_id}``) knows
+    its answers; the app's own description of that URL gives way.  A path the two spell
+    with other parameter names takes the fragment's spelling, so the document never has
+    two templates of one URL.
+    """
+    kept = copy.deepcopy(document)
+    theirs = {_template(path): path for path in fragment.get("paths", {})}
+    for path in list(kept["paths"]):
+        other = theirs.get(_template(path))
+        if other is None:
+            continue
+        item = kept["paths"].pop(path)
+        for method in fragment["paths"][other]:
+            item.pop(method, None)
+        if other != path:
+            names = dict(zip(re.findall(r"\{([^}]+)\}", path), re.findall(r"\{([^}]+)\}", other), strict=True))
+            item = json.loads(json.dumps(item))
+            for operation in [item] + [v for v in item.values() if isinstance(v, dict)]:
+                for parameter in operation.get("parameters", []):
+                    if parameter.get("in") == "path" and parameter.get("name") in names:
+                        parameter["name"] = names[parameter["name"]]
+        if any(key in item for key in _METHODS):
+            kept["paths"][other] = item
+    return kept
+
+
+def endpoint_document(app) -> dict:
+    """The complete document of the endpoint whose chain starts at *app*: the demo's routes and the library's.
+
+    The library's fragment is :func:`tenancy_mw.openapi.describe_pipeline` of the chain
+    (the tenant admin API where a ``tenant_admin`` serves it, the tag API of the servers);
+    every operation an ``admin_cull`` in the chain refuses is left out.
+    """
+    from tenancy_mw.cull.filter import AdminCull
+    from tenancy_mw.tenants.admin.filter import TenantAdmin
+
+    chain = list(_chain(app))
+    error_format = next((a.error_format for a in chain if type(a).__name__ == "DemoCompute"), "api-wg")
+    admin_api = any(isinstance(a, TenantAdmin) and a.admin_api for a in chain)
+    cullers = [a for a in chain if isinstance(a, AdminCull)]
+    fragment = openapi.describe_pipeline(app, tag_collections=("servers",), prefix=_TENANT)
+    own = _yield_to(demo_document(error_format, tenant_version_document=not admin_api), fragment)
+    return _without_culled(openapi.merge(own, fragment), cullers)
+
+
+class OpenApiFilter:
+    """Answers ``GET``/``HEAD /openapi.json`` with its endpoint's document, built once from the chain below.
+
+    :param app: the rest of the pipeline (its chain is what the document describes).
+    """
+
+    def __init__(self, app: Callable) -> None:
+        #: The next app (so a describer walking ``.application`` passes through).
+        self.application = app
+        #: The endpoint's document.
+        self.document = endpoint_document(app)
+        self._body = json.dumps(self.document, ensure_ascii=False, sort_keys=True).encode("utf-8")
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        """Serve the document at :data:`DOCUMENT_PATH`; pass every other request on."""
+        path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+        if path != DOCUMENT_PATH or environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
+            return self.application(environ, start_response)
+        headers = [("Content-Type", _JSON), ("Content-Length", str(len(self._body)))]
+        start_response("200 OK", headers)
+        return [] if environ["REQUEST_METHOD"] == "HEAD" else [self._body]
+
+
+def filter_factory(global_conf: dict, **local_conf: str) -> Callable[[Callable], OpenApiFilter]:
+    """``paste.filter_factory`` of :class:`OpenApiFilter` (no options)."""
+    if local_conf:
+        raise ValueError("demo_compute.openapi: no options, got %s" % ", ".join(sorted(local_conf)))
+    return OpenApiFilter

@@ -1,0 +1,44 @@
+"""schemathesis hooks of the demo's fuzzer (``SCHEMATHESIS_HOOKS=tests.support.fuzz_hooks``).
+
+Loaded by ``schemathesis run`` in :func:`tests.support.fuzz.run_schemathesis`:
+before each request it snapshots the demo's tables
+(:class:`tests.support.fuzz.StateSnapshot`, files named by
+``DEMO_FUZZ_STATE_FILES``); after it, it appends one JSON line to
+``DEMO_FUZZ_LOG``: the operation, the status and, for a refused request
+(``4xx``), every table it changed.  The run is one worker, so nothing else
+writes between the two snapshots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import schemathesis
+
+from tests.support.fuzz import LOG_ENV, STATE_FILES_ENV, StateSnapshot
+
+_SNAPSHOT = StateSnapshot(json.loads(os.environ.get(STATE_FILES_ENV, "[]")))
+_before: dict = {}
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs) -> None:
+    """Snapshot the tables before the request goes out."""
+    _before["state"] = _SNAPSHOT.take()
+
+
+@schemathesis.hook
+def after_call(context, case, response) -> None:
+    """Log the request; for a refusal, what it changed (nothing, if the demo is right)."""
+    status = response.status_code
+    # The documented operation (its method and path template), not what a check sent (another method).
+    entry = {"method": case.operation.method.upper(), "path": case.operation.path, "status": status}
+    if 400 <= status < 500 and "state" in _before:
+        changed = StateSnapshot.difference(_before["state"], _SNAPSHOT.take())
+        if changed:
+            entry["changed"] = changed
+            entry["request"] = "%s %s -> %d" % (response.request.method, response.request.url, status)
+    _before.clear()
+    with open(os.environ[LOG_ENV], "a", encoding="utf-8") as log:
+        log.write(json.dumps(entry) + "\n")
