@@ -49,6 +49,8 @@ _TENANT = _V + "/{project_id}"
 _JSON = "application/json"
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _METHODS = ("get", "put", "post", "delete", "head", "patch", "options")
+# oslo.middleware's request ids.
+_REQUEST_ID_PATTERN = "^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 
 def _ref(kind: str, name: str) -> dict:
@@ -127,7 +129,7 @@ def _schemas(error_format: str) -> dict:
         "type": "object",
         "required": ["id", "name", "tenant_id", "created", "links", "status", "flavor", "image", "addresses"],
         "properties": {
-            "id": string,
+            "id": {"type": "string", "format": "uuid"},
             "name": string,
             "tenant_id": string,
             "created": {"type": "string", "format": "date-time"},
@@ -201,8 +203,9 @@ def _schemas(error_format: str) -> dict:
                         "type": "object",
                         "required": ["request_id", "code", "status", "title", "detail"],
                         "properties": {
-                            "request_id": nullable_string,
-                            "code": string,
+                            # request_id runs first in both pipelines: every error has one.
+                            "request_id": {"type": "string", "pattern": _REQUEST_ID_PATTERN},
+                            "code": {"type": "string", "pattern": r"^(demo|tenancy)(\.[a-z0-9-]+)+$"},
                             "status": {"type": "integer"},
                             "title": string,
                             "detail": string,
@@ -242,7 +245,11 @@ def _schemas(error_format: str) -> dict:
             },
             "example": {"server": {"name": "web1"}},
         },
-        "TagList": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 60}, "maxItems": 50},
+        "TagList": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1, "maxLength": 60, "pattern": "^[^,/]+$"},
+            "maxItems": 50,
+        },
         "Tags": {
             "type": "object",
             "required": ["tags"],
@@ -305,8 +312,34 @@ def _schemas(error_format: str) -> dict:
     }
 
 
+def _error_of_status(status: int, error_format: str) -> dict:
+    """The error body of an answer with *status*: the shape, and the status it names is that one."""
+    if error_format == "nova":
+        same = {"additionalProperties": {"properties": {"code": {"const": status}}}}
+    else:
+        same = {"properties": {"errors": {"items": {"properties": {"status": {"const": status}}}}}}
+    return {"allOf": [_ERROR, same]}
+
+
+def _with_request_id(document: dict) -> dict:
+    """Every answer of *document* carries ``x-openstack-request-id`` (request_id is first in both pipelines)."""
+    header = {"$ref": "#/components/headers/x-openstack-request-id"}
+    answers = list(document["components"]["responses"].values())
+    for item in document["paths"].values():
+        for method in [m for m in item if m in _METHODS]:
+            answers.extend(a for a in item[method]["responses"].values() if "$ref" not in a)
+    for answer in answers:
+        answer.setdefault("headers", {})["x-openstack-request-id"] = header
+    return document
+
+
 def _components(error_format: str) -> dict:
     version_header = {
+        "x-openstack-request-id": {
+            "description": "The request's id (oslo.middleware's request_id), in every answer.",
+            "required": True,
+            "schema": {"type": "string", "pattern": _REQUEST_ID_PATTERN},
+        },
         "OpenStack-API-Version": {
             "description": "The microversion the answer was served at.",
             "required": True,
@@ -321,13 +354,16 @@ def _components(error_format: str) -> dict:
     responses = {}
     for status, (name, description) in _ERRORS.items():
         headers = None
+        schema = _error_of_status(int(status), error_format)
         if status == "301":
+            # tenant_admin's redirect: {"location": the new URL}, as in the header.
             headers = {"Location": {"required": True, "schema": {"type": "string"}}}
+            schema = {"type": "object", "required": ["location"], "properties": {"location": {"type": "string"}}}
         elif status == "405":
             headers = {"Allow": {"required": True, "schema": {"type": "string"}}}
         elif status == "503":
             headers = {"Retry-After": {"required": True, "schema": {"type": "string", "pattern": "^[0-9]+$"}}}
-        responses[name] = _json(_ERROR, description, headers)
+        responses[name] = _json(schema, description, headers)
     return {
         "schemas": _schemas(error_format),
         "responses": responses,
@@ -659,16 +695,18 @@ def demo_document(error_format: str = "api-wg", tenant_version_document: bool = 
     paths.update(_servers_paths())
     paths.update(_cells_paths(_V, version, "", _UNDER_VERSION + ("404",)))
     paths.update(_cells_paths(_TENANT, tenant, "InTenant", _UNDER_TENANT))
-    return {
-        "openapi": openapi.OPENAPI_VERSION,
-        "info": {
-            "title": "tenancy_mw demo_compute",
-            "version": str(microversions.MAX_VERSION),
-            "description": "The demo's compute-style API behind the tenancy_mw filters (examples/README.rst).",
-        },
-        "paths": paths,
-        "components": _components(error_format),
-    }
+    return _with_request_id(
+        {
+            "openapi": openapi.OPENAPI_VERSION,
+            "info": {
+                "title": "tenancy_mw demo_compute",
+                "version": str(microversions.MAX_VERSION),
+                "description": "The demo's compute-style API behind the tenancy_mw filters (examples/README.rst).",
+            },
+            "paths": paths,
+            "components": _components(error_format),
+        }
+    )
 
 
 # Building an endpoint's document ------------------------------------------------------------
