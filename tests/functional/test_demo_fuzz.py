@@ -214,3 +214,49 @@ def test_schemathesis_finds_nothing_on_either_endpoint(demo):
     lines.append("seed %d, %d examples per operation, %.0f s" % (SEED, EXAMPLES, elapsed))
     fuzz.RESULTS.extend(lines)
     print("\n" + "\n".join(lines))
+
+
+def test_the_rare_answers_conform_to_the_documents_too(demo):
+    """The answers random cases seldom reach, checked by schemathesis against each endpoint's document.
+
+    A moved server's old URL (``301``, tenant_admin's redirect), a body over the limit
+    (``413``), a deleted tenant (``410``).
+    """
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi import checks
+
+    conformance = [
+        not_a_server_error,
+        checks.status_code_conformance,
+        checks.content_type_conformance,
+        checks.response_headers_conformance,
+        checks.response_schema_conformance,
+    ]
+    servers, _ = demo
+    admin = servers["admin"]
+    for tenant in ("rare", "rare-dest", "rare-gone"):
+        assert (
+            http_request(admin.port, "PUT", "/v2.1/" + tenant, {"Content-Type": "application/json"}, b"{}").status
+            == 201
+        )
+    body = b'{"server": {"name": "mover"}}'
+    made = http_request(admin.port, "POST", "/v2.1/rare/servers", {"Content-Type": "application/json"}, body)
+    server_id = made.json()["server"]["id"]
+    move = "/v2.1/rare/servers/%s/action/move?dest=rare-dest" % server_id
+    etag = http_request(admin.port, "GET", move).headers["etag"]
+    assert http_request(admin.port, "POST", move, {"If-Match": etag}).status == 303  # to its new URL
+    assert http_request(admin.port, "DELETE", "/v2.1/rare-gone").status == 204
+    time.sleep(1.5)  # the tenant cache's TTL in these servers (tests/functional/conftest.py: 1 s)
+
+    for role, server in servers.items():
+        schema = schemathesis.openapi.from_url(server.url + "/openapi.json")
+        servers_path = "/v2.1/{project_id}/servers"
+        for path, method, values, kwargs, status in (
+            (servers_path + "/{server_id}", "GET", {"project_id": "rare", "server_id": server_id}, {}, 301),
+            (servers_path, "POST", {"project_id": "rare"}, {"body": {"server": {"name": "x" * 70000}}}, 413),
+            (servers_path, "GET", {"project_id": "rare-gone"}, {}, 410),
+        ):
+            case = schema[path][method].Case(path_parameters=values, **kwargs)
+            response = case.call(base_url=server.url, allow_redirects=False, timeout=10)
+            assert response.status_code == status, (role, path, response.status_code, response.text[:300])
+            case.validate_response(response, checks=conformance)
