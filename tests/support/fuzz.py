@@ -146,6 +146,9 @@ def run_schemathesis(
             out.write("%s = %s\n" % (json.dumps(name), json.dumps(value)))
     log_path = os.path.join(work_dir, "requests-%s.jsonl" % endpoint)
     report_path = os.path.join(work_dir, "report-%s.json" % endpoint)
+    for stale in (log_path, report_path):  # the hooks append: this run's requests only
+        if os.path.exists(stale):
+            os.remove(stale)
     env = dict(
         os.environ,
         SCHEMATHESIS_HOOKS="tests.support.fuzz_hooks",
