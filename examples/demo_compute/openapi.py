@@ -661,6 +661,8 @@ def demo_document(error_format: str = "api-wg", tenant_version_document: bool = 
     >>> document = demo_document()
     >>> document["paths"]["/v2.1/{project_id}/servers"]["post"]["operationId"]
     'createServer'
+    >>> document["paths"]["/v2.1/{project_id}/servers"]["get"]["responses"]["404"]
+    {'$ref': '#/components/responses/demo.NotFound'}
     """
     version = [_ref("parameters", "microversion")]
     tenant = [_ref("parameters", "project_id")] + version
@@ -695,18 +697,32 @@ def demo_document(error_format: str = "api-wg", tenant_version_document: bool = 
     paths.update(_servers_paths())
     paths.update(_cells_paths(_V, version, "", _UNDER_VERSION + ("404",)))
     paths.update(_cells_paths(_TENANT, tenant, "InTenant", _UNDER_TENANT))
-    return _with_request_id(
-        {
-            "openapi": openapi.OPENAPI_VERSION,
-            "info": {
-                "title": "tenancy_mw demo_compute",
-                "version": str(microversions.MAX_VERSION),
-                "description": "The demo's compute-style API behind the tenancy_mw filters (examples/README.rst).",
-            },
-            "paths": paths,
-            "components": _components(error_format),
-        }
+    return _namespaced(
+        _with_request_id(
+            {
+                "openapi": openapi.OPENAPI_VERSION,
+                "info": {
+                    "title": "tenancy_mw demo_compute",
+                    "version": str(microversions.MAX_VERSION),
+                    "description": "The demo's compute-style API behind the tenancy_mw filters (examples/README.rst).",
+                },
+                "paths": paths,
+                "components": _components(error_format),
+            }
+        )
     )
+
+
+def _namespaced(document: dict) -> dict:
+    """*document* with every component named ``demo.<name>`` (and every ``$ref`` to it), so
+    merging the library's fragment (its own ``Error``, say) never replaces one of the demo's."""
+    text = re.sub(r'"#/components/([A-Za-z]+)/', r'"#/components/\1/demo.', json.dumps(document))
+    renamed = json.loads(text)
+    renamed["components"] = {
+        kind: {"demo." + name: value for name, value in entries.items()}
+        for kind, entries in renamed["components"].items()
+    }
+    return renamed
 
 
 # Building an endpoint's document ------------------------------------------------------------

@@ -195,6 +195,8 @@ def test_schemathesis_finds_nothing_on_either_endpoint(demo):
         # Every operation of the document was tested, and the requests reached the app.
         assert run.report["operations"]["tested"] == len(_operations(documents[role])), run.report["operations"]
         assert run.report["test_cases"]["with_failures"] == 0
+        # The stateful phase ran (the documents' links), not skipped.
+        assert run.report["phases"]["stateful"]["status"] == "success", run.report["phases"]
         assert run.refused_changes == [], run.refused_changes[:10]
         assert 201 in run.statuses(), "no server was ever created: the fuzzer never got past the filters"
 
