@@ -39,13 +39,20 @@ from webob import Request
 from demo_compute import API_VERSION, microversions
 from tenancy_mw import openapi
 
-__all__ = ["DOCUMENT_PATH", "OpenApiFilter", "demo_document", "endpoint_document", "filter_factory"]
+__all__ = [
+    "DOCUMENT_PATH",
+    "OpenApiFilter",
+    "complete_document",
+    "demo_document",
+    "endpoint_document",
+    "filter_factory",
+]
 
 #: Where each endpoint serves its document.
 DOCUMENT_PATH = "/openapi.json"
 
 _V = "/" + API_VERSION
-_TENANT = _V + "/{project_id}"
+_TENANT = _V + "/{tenant_id}"
 _JSON = "application/json"
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _METHODS = ("get", "put", "post", "delete", "head", "patch", "options")
@@ -369,8 +376,8 @@ def _components(error_format: str) -> dict:
         "responses": responses,
         "headers": version_header,
         "parameters": {
-            "project_id": {
-                "name": "project_id",
+            "tenant_id": {
+                "name": "tenant_id",
                 "in": "path",
                 "required": True,
                 "description": "The tenant (created on the admin endpoint first).",
@@ -405,23 +412,26 @@ def _path_param(name: str, description: str) -> dict:
     return {"name": name, "in": "path", "required": True, "description": description, "schema": {"type": "string"}}
 
 
-def _server_links(project: str = "$request.path.project_id", server: str = "$response.body#/server/id") -> dict:
+def _server_links(tenant: str = "$request.path.tenant_id", server: str = "$response.body#/server/id") -> dict:
     """OpenAPI links from a server's answer to the calls on it (schemathesis's stateful phase follows them)."""
-    params = {"project_id": project, "server_id": server}
+    params = {"tenant_id": tenant, "server_id": server}
+    # The tag API's paths name the server resource_id, as the library's fragment does.
+    tag_params = {"tenant_id": tenant, "resource_id": server}
     return {
         "ShowServer": {"operationId": "showServer", "parameters": params},
         "DeleteServer": {"operationId": "deleteServer", "parameters": params},
-        "ListServerTags": {"operationId": "listServerTags", "parameters": params},
-        "ReplaceServerTags": {"operationId": "replaceServerTags", "parameters": params},
-        "AddServerTag": {"operationId": "addServerTag", "parameters": params},
+        "ListServerTags": {"operationId": "listServerTags", "parameters": tag_params},
+        "ReplaceServerTags": {"operationId": "replaceServerTags", "parameters": tag_params},
+        "AddServerTag": {"operationId": "addServerTag", "parameters": tag_params},
     }
 
 
 def _servers_paths() -> dict:
-    """The servers and their tags, under ``/v2.1/{project_id}``."""
-    tenant = [_ref("parameters", "project_id"), _ref("parameters", "microversion")]
+    """The servers and their tags, under ``/v2.1/{tenant_id}``."""
+    tenant = [_ref("parameters", "tenant_id"), _ref("parameters", "microversion")]
     server = tenant + [_path_param("server_id", "A server of the tenant.")]
-    tag = server + [_path_param("tag", "A tag (1 to 60 characters, no comma or slash).")]
+    tagged = tenant + [_path_param("resource_id", "A server of the tenant.")]
+    tag = tagged + [_path_param("tag", "A tag (1 to 60 characters, no comma or slash).")]
     tag_filters = [
         {"name": name, "in": "query", "required": False, "description": description, "schema": {"type": "string"}}
         for name, description in (
@@ -482,8 +492,8 @@ def _servers_paths() -> dict:
                 *(_UNDER_TENANT + moved),
             ),
         },
-        servers + "/{server_id}/tags": {
-            "parameters": server,
+        servers + "/{resource_id}/tags": {
+            "parameters": tagged,
             "get": _operation(
                 "listServerTags",
                 "The server's tags (from 2.26; 404 below).",
@@ -504,7 +514,7 @@ def _servers_paths() -> dict:
                 *(_UNDER_TENANT + moved),
             ),
         },
-        servers + "/{server_id}/tags/{tag}": {
+        servers + "/{resource_id}/tags/{tag}": {
             "parameters": tag,
             "get": _operation(
                 "checkServerTag",
@@ -535,19 +545,20 @@ def _servers_paths() -> dict:
 
 
 def _cells_paths(scope: str, scope_parameters: list, suffix: str, errors: tuple) -> dict:
-    """``os-services`` and ``os-hypervisors`` under *scope* (``/v2.1`` or ``/v2.1/{project_id}``)."""
+    """``os-services`` and ``os-hypervisors`` under *scope* (``/v2.1`` or ``/v2.1/{tenant_id}``)."""
     service_id = _path_param(
-        "service_id",
+        "id",
         "A service id (an integer below 2.53, a uuid from it), or below 2.53"
         " a legacy action: enable, disable, disable-log-reason, force-down.",
     )
-    hypervisor_id = _path_param("hypervisor_id", "A hypervisor id (an integer below 2.53, a uuid from it).")
+    hypervisor_id = _path_param("id", "A hypervisor id (an integer below 2.53, a uuid from it).")
     pattern = _path_param("pattern", "A substring of the hypervisor hostname.")
     ids = ("503",)  # id_resolver: a cell that did not answer about the id
-    first_service = {"service_id": "$response.body#/services/0/id"}
-    first_hypervisor = {"hypervisor_id": "$response.body#/hypervisors/0/id"}
-    if scope_parameters and "project_id" in scope:
-        first_service["project_id"] = first_hypervisor["project_id"] = "$request.path.project_id"
+    # The ids are {id}, as the id_resolver filter's path items name them.
+    first_service = {"id": "$response.body#/services/0/id"}
+    first_hypervisor = {"id": "$response.body#/hypervisors/0/id"}
+    if scope_parameters and "tenant_id" in scope:
+        first_service["tenant_id"] = first_hypervisor["tenant_id"] = "$request.path.tenant_id"
 
     def read(parameters: list, operation_id: str, summary: str, schema: str, description: str) -> dict:
         # A GET-only route of the hypervisors (a cell may not answer about the id: 503).
@@ -581,7 +592,7 @@ def _cells_paths(scope: str, scope_parameters: list, suffix: str, errors: tuple)
                 ],
             ),
         },
-        scope + "/os-services/{service_id}": {
+        scope + "/os-services/{id}": {
             "parameters": scope_parameters + [service_id],
             "put": _operation(
                 "updateService" + suffix,
@@ -628,14 +639,14 @@ def _cells_paths(scope: str, scope_parameters: list, suffix: str, errors: tuple)
         scope + "/os-hypervisors/detail": read(
             scope_parameters, "listHypervisorsDetail", "The same, with details.", "HypervisorList", "The hypervisors."
         ),
-        scope + "/os-hypervisors/{hypervisor_id}": read(
+        scope + "/os-hypervisors/{id}": read(
             scope_parameters + [hypervisor_id],
             "showHypervisor",
             "One hypervisor.",
             "HypervisorEnvelope",
             "The hypervisor.",
         ),
-        scope + "/os-hypervisors/{hypervisor_id}/uptime": read(
+        scope + "/os-hypervisors/{id}/uptime": read(
             scope_parameters + [hypervisor_id],
             "hypervisorUptime",
             "A hypervisor's uptime.",
@@ -655,17 +666,17 @@ def _cells_paths(scope: str, scope_parameters: list, suffix: str, errors: tuple)
 def demo_document(error_format: str = "api-wg", tenant_version_document: bool = True) -> dict:
     """The OpenAPI 3.1 document of the demo app's own routes, error bodies in *error_format*.
 
-    *tenant_version_document* is whether the app answers ``GET /v2.1/{project_id}`` (not
+    *tenant_version_document* is whether the app answers ``GET /v2.1/{tenant_id}`` (not
     where a ``tenant_admin`` with its admin API answers it first).
 
     >>> document = demo_document()
-    >>> document["paths"]["/v2.1/{project_id}/servers"]["post"]["operationId"]
+    >>> document["paths"]["/v2.1/{tenant_id}/servers"]["post"]["operationId"]
     'createServer'
-    >>> document["paths"]["/v2.1/{project_id}/servers"]["get"]["responses"]["404"]
+    >>> document["paths"]["/v2.1/{tenant_id}/servers"]["get"]["responses"]["404"]
     {'$ref': '#/components/responses/demo.NotFound'}
     """
     version = [_ref("parameters", "microversion")]
-    tenant = [_ref("parameters", "project_id")] + version
+    tenant = [_ref("parameters", "tenant_id")] + version
     paths = {
         "/": {
             "get": _operation(
@@ -773,41 +784,110 @@ def _without_culled(document: dict, cullers: list) -> dict:
     return kept
 
 
-def _yield_to(document: dict, fragment: dict) -> dict:
-    """*document* without the operations *fragment* describes under the same URL template.
+def _flattened(document: dict) -> dict:
+    """*document* with each path item's ``parameters`` moved into its operations (the library's
+    path items carry their own, and two different ``parameters`` of one path do not merge)."""
+    flat = copy.deepcopy(document)
+    for item in flat["paths"].values():
+        shared = item.pop("parameters", [])
+        for method in [m for m in item if m in _METHODS]:
+            own = item[method].get("parameters", [])
+            item[method]["parameters"] = shared + own
+    return flat
 
-    A filter that answers a URL itself (``tenant_admin``'s ``GET /v2.1/{project_id}``) knows
-    its answers; the app's own description of that URL gives way.  A path the two spell
-    with other parameter names takes the fragment's spelling, so the document never has
-    two templates of one URL.
+
+def _parameter_key(parameter: dict, document: dict) -> tuple[str, str]:
+    if "$ref" in parameter:
+        parameter = document["components"]["parameters"][parameter["$ref"].rsplit("/", 1)[1]]
+    return parameter["in"], parameter["name"].lower() if parameter["in"] == "header" else parameter["name"]
+
+
+def _combined_answer(ours: dict, theirs: dict) -> dict:
+    """One status both describe: ours, a body valid against either schema, the headers both require."""
+    answer = copy.deepcopy(ours)
+    our_body = ours.get("content", {}).get(_JSON, {}).get("schema")
+    their_body = theirs.get("content", {}).get(_JSON, {}).get("schema")
+    if our_body is not None and their_body is not None and our_body != their_body:
+        answer["content"][_JSON]["schema"] = {"anyOf": [our_body, their_body]}
+    headers = answer.get("headers", {})
+    for name, header in theirs.get("headers", {}).items():
+        if name not in headers:
+            headers[name] = dict(header, required=False) if "$ref" not in header else header
+    for name in [n for n in headers if n not in theirs.get("headers", {}) and "$ref" not in headers[n]]:
+        headers[name] = dict(headers[name], required=False)
+    return answer
+
+
+def _combined(ours: dict, theirs: dict, document: dict, path_level: list) -> dict:
+    """A call both describe (the servers list and create, the tag API): the library's parameters and
+    answers (the filters'), the demo's where the demo knows better (its bodies, its statuses)."""
+    operation = copy.deepcopy(theirs)
+    operation["operationId"] = ours["operationId"]  # the demo's links name it
+    operation["summary"] = ours.get("summary", operation.get("summary"))
+    known = {_parameter_key(p, document) for p in operation.get("parameters", []) + path_level}
+    operation["parameters"] = operation.get("parameters", []) + [
+        p for p in ours.get("parameters", []) if _parameter_key(p, document) not in known
+    ]
+    answers = operation.setdefault("responses", {})
+    for status, answer in ours["responses"].items():
+        theirs_answer = answers.get(status)
+        if theirs_answer is None or "$ref" in theirs_answer or "$ref" in answer:
+            answers[status] = answer
+        else:
+            answers[status] = _combined_answer(answer, theirs_answer)
+    if any(status.startswith("2") for status in ours["responses"]):
+        answers.pop("default", None)  # the service's own answers are described
+    if "requestBody" in ours:
+        operation["requestBody"] = ours["requestBody"]
+    return operation
+
+
+def complete_document(own: dict, fragment: dict, cullers: list = ()) -> dict:
+    """*own* (the demo's) merged with *fragment* (the library's), without what *cullers* refuse.
+
+    :func:`tenancy_mw.openapi.merge` refuses two descriptions of one call: a call both
+    describe (the servers list and create, the tag API) is taken out of *own*, merged,
+    then completed with the demo's answers (:func:`_combined`).  Where the library's path
+    item has path-level parameters (the ``id_resolver`` routes' ``{id}``), they replace the
+    demo's own of the same name.  A path the two spell with other parameter names is an
+    error: the demo names its parameters as the library does.
     """
-    kept = copy.deepcopy(document)
-    theirs = {_template(path): path for path in fragment.get("paths", {})}
-    for path in list(kept["paths"]):
-        other = theirs.get(_template(path))
+    own = _flattened(own)
+    theirs = fragment.get("paths", {})
+    by_template = {_template(path): path for path in theirs}
+    shared = {}
+    for path in list(own["paths"]):
+        other = by_template.get(_template(path))
         if other is None:
             continue
-        item = kept["paths"].pop(path)
-        for method in fragment["paths"][other]:
-            item.pop(method, None)
         if other != path:
-            names = dict(zip(re.findall(r"\{([^}]+)\}", path), re.findall(r"\{([^}]+)\}", other), strict=True))
-            item = json.loads(json.dumps(item))
-            for operation in [item] + [v for v in item.values() if isinstance(v, dict)]:
-                for parameter in operation.get("parameters", []):
-                    if parameter.get("in") == "path" and parameter.get("name") in names:
-                        parameter["name"] = names[parameter["name"]]
-        if any(key in item for key in _METHODS):
-            kept["paths"][other] = item
-    return kept
+            raise ValueError("the demo's %s is the library's %s: name the parameters alike" % (path, other))
+        item = own["paths"][path]
+        path_level = theirs[path].get("parameters", [])
+        their_keys = {_parameter_key(p, fragment) for p in path_level}
+        for method in [m for m in item if m in _METHODS]:
+            item[method]["parameters"] = [
+                p for p in item[method]["parameters"] if _parameter_key(p, own) not in their_keys
+            ]
+            if method in theirs[path]:
+                shared[(path, method)] = item.pop(method)
+        if not any(m in item for m in _METHODS):
+            del own["paths"][path]
+    document = openapi.merge(own, fragment)
+    for (path, method), ours in shared.items():
+        path_level = document["paths"][path].get("parameters", [])
+        document["paths"][path][method] = _combined(ours, document["paths"][path][method], document, path_level)
+    return _without_culled(document, list(cullers))
 
 
 def endpoint_document(app) -> dict:
     """The complete document of the endpoint whose chain starts at *app*: the demo's routes and the library's.
 
     The library's fragment is :func:`tenancy_mw.openapi.describe_pipeline` of the chain
-    (the tenant admin API where a ``tenant_admin`` serves it, the tag API of the servers);
-    every operation an ``admin_cull`` in the chain refuses is left out.
+    (the tenant admin API where a ``tenant_admin`` serves it, the tag API of the servers,
+    the filters' parameters and answers), with ``/v2.1`` as the mount: the demo serves that
+    one version, so the paths name it (no ``{version}`` parameter).  Every operation an
+    ``admin_cull`` in the chain refuses is left out (:func:`complete_document`).
     """
     from tenancy_mw.cull.filter import AdminCull
     from tenancy_mw.tenants.admin.filter import TenantAdmin
@@ -816,9 +896,9 @@ def endpoint_document(app) -> dict:
     error_format = next((a.error_format for a in chain if type(a).__name__ == "DemoCompute"), "api-wg")
     admin_api = any(isinstance(a, TenantAdmin) and a.admin_api for a in chain)
     cullers = [a for a in chain if isinstance(a, AdminCull)]
-    fragment = openapi.describe_pipeline(app, tag_collections=("servers",), prefix=_TENANT)
-    own = _yield_to(demo_document(error_format, tenant_version_document=not admin_api), fragment)
-    return _without_culled(openapi.merge(own, fragment), cullers)
+    fragment = openapi.describe_pipeline(app, tag_collections=("servers",), prefix=_V)
+    own = demo_document(error_format, tenant_version_document=not admin_api)
+    return complete_document(own, fragment, cullers)
 
 
 class OpenApiFilter:

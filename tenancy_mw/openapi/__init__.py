@@ -23,11 +23,26 @@ def describe_pipeline(app, *, tag_collections=(), prefix: str = "") -> dict:
 
 
 def merge(document: dict, *fragments: dict) -> dict:
-    """STAND-IN: *document* with each fragment's paths (per method) and components added; a copy."""
+    """STAND-IN: *document* with each fragment's paths and components added; a copy.
+
+    As the real one, a path and method or a component that two describe differently is a
+    ``ValueError``.
+    """
     merged = copy.deepcopy(document)
     for fragment in fragments:
-        for path, item in fragment.get("paths", {}).items():
-            merged.setdefault("paths", {}).setdefault(path, {}).update(copy.deepcopy(item))
-        for kind, entries in fragment.get("components", {}).items():
-            merged.setdefault("components", {}).setdefault(kind, {}).update(copy.deepcopy(entries))
+        for section, entries in [("paths", fragment.get("paths", {}))] + [
+            ("components/" + kind, named) for kind, named in fragment.get("components", {}).items()
+        ]:
+            if section == "paths":
+                for path, item in entries.items():
+                    _add(merged.setdefault("paths", {}).setdefault(path, {}), item, path)
+            else:
+                _add(merged.setdefault("components", {}).setdefault(section.split("/")[1], {}), entries, section)
     return merged
+
+
+def _add(target: dict, entries: dict, where: str) -> None:
+    for name, value in entries.items():
+        if name in target and target[name] != value:
+            raise ValueError("%s %s is described differently in two documents" % (where, name))
+        target[name] = copy.deepcopy(value)
