@@ -85,6 +85,7 @@ _ERRORS = {
     "410": ("Gone", "The tenant is deleted."),
     "411": ("LengthRequired", "A body without Content-Length."),
     "413": ("RequestTooLarge", "A body over the limit."),
+    "414": ("UriTooLong", "A request line over gunicorn's limit (4094 bytes): gunicorn's own HTML page."),
     "503": ("ServiceUnavailable", "A cell database did not answer in time (Retry-After)."),
 }
 
@@ -101,6 +102,8 @@ def _errors(*statuses: str) -> dict:
 
 
 def _operation(operation_id: str, summary: str, responses: dict, *errors: str, **extra) -> dict:
+    # Any URL can be too long for the server (gunicorn answers before any filter).
+    errors += ("414",)
     operation = {"operationId": operation_id, "summary": summary, "responses": dict(responses, **_errors(*errors))}
     operation.update(extra)
     return operation
@@ -212,7 +215,8 @@ def _schemas(error_format: str) -> dict:
                         "properties": {
                             # request_id runs first in both pipelines: every error has one.
                             "request_id": {"type": "string", "pattern": _REQUEST_ID_PATTERN},
-                            "code": {"type": "string", "pattern": r"^(demo|tenancy)(\.[a-z0-9-]+)+$"},
+                            # demo.*, and the filters' own: tenancy.*, idempotency.*, ...
+                            "code": {"type": "string", "pattern": r"^[a-z]+(\.[a-z0-9-]+)+$"},
                             "status": {"type": "integer"},
                             "title": string,
                             "detail": string,
@@ -331,7 +335,8 @@ def _error_of_status(status: int, error_format: str) -> dict:
 def _with_request_id(document: dict) -> dict:
     """Every answer of *document* carries ``x-openstack-request-id`` (request_id is first in both pipelines)."""
     header = {"$ref": "#/components/headers/x-openstack-request-id"}
-    answers = list(document["components"]["responses"].values())
+    # But gunicorn's own 414, which no filter sees.
+    answers = [a for name, a in document["components"]["responses"].items() if name != "UriTooLong"]
     for item in document["paths"].values():
         for method in [m for m in item if m in _METHODS]:
             answers.extend(a for a in item[method]["responses"].values() if "$ref" not in a)
@@ -370,6 +375,9 @@ def _components(error_format: str) -> dict:
             headers = {"Allow": {"required": True, "schema": {"type": "string"}}}
         elif status == "503":
             headers = {"Retry-After": {"required": True, "schema": {"type": "string", "pattern": "^[0-9]+$"}}}
+        elif status == "414":
+            responses[name] = {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+            continue
         responses[name] = _json(schema, description, headers)
     return {
         "schemas": _schemas(error_format),
@@ -802,19 +810,43 @@ def _parameter_key(parameter: dict, document: dict) -> tuple[str, str]:
     return parameter["in"], parameter["name"].lower() if parameter["in"] == "header" else parameter["name"]
 
 
-def _combined_answer(ours: dict, theirs: dict) -> dict:
-    """One status both describe: ours, a body valid against either schema, the headers both require."""
+def _resolved(answer: dict, document: dict) -> dict:
+    """*answer*, or the reusable response its ``$ref`` names."""
+    while "$ref" in answer:
+        answer = document["components"]["responses"][answer["$ref"].rsplit("/", 1)[1]]
+    return answer
+
+
+def _combined_answer(ours: dict, theirs: dict, document: dict) -> dict:
+    """One status both describe (the demo's and a filter's): ours, a body valid against either
+    schema, each header required only where both require it."""
     answer = copy.deepcopy(ours)
+    content = copy.deepcopy(theirs.get("content", {}))
+    content.update(copy.deepcopy(ours.get("content", {})))  # each media type either describes
     our_body = ours.get("content", {}).get(_JSON, {}).get("schema")
     their_body = theirs.get("content", {}).get(_JSON, {}).get("schema")
     if our_body is not None and their_body is not None and our_body != their_body:
-        answer["content"][_JSON]["schema"] = {"anyOf": [our_body, their_body]}
-    headers = answer.get("headers", {})
-    for name, header in theirs.get("headers", {}).items():
-        if name not in headers:
-            headers[name] = dict(header, required=False) if "$ref" not in header else header
-    for name in [n for n in headers if n not in theirs.get("headers", {}) and "$ref" not in headers[n]]:
-        headers[name] = dict(headers[name], required=False)
+        content[_JSON]["schema"] = {"anyOf": [our_body, their_body]}
+    if content:
+        answer["content"] = content
+
+    def header(value: dict) -> dict:
+        while "$ref" in value:
+            value = document["components"]["headers"][value["$ref"].rsplit("/", 1)[1]]
+        return value
+
+    ours_headers = {name.lower(): (name, header(value)) for name, value in ours.get("headers", {}).items()}
+    theirs_headers = {name.lower(): (name, header(value)) for name, value in theirs.get("headers", {}).items()}
+    combined = {}
+    for key in sorted(set(ours_headers) | set(theirs_headers)):
+        name, value = ours_headers.get(key) or theirs_headers[key]
+        both = key in ours_headers and key in theirs_headers
+        required = (
+            both and ours_headers[key][1].get("required", False) and theirs_headers[key][1].get("required", False)
+        )
+        combined[name] = dict(value, required=bool(required))
+    if combined:
+        answer["headers"] = combined
     return answer
 
 
@@ -831,10 +863,12 @@ def _combined(ours: dict, theirs: dict, document: dict, path_level: list) -> dic
     answers = operation.setdefault("responses", {})
     for status, answer in ours["responses"].items():
         theirs_answer = answers.get(status)
-        if theirs_answer is None or "$ref" in theirs_answer or "$ref" in answer:
+        if theirs_answer is None:
             answers[status] = answer
         else:
-            answers[status] = _combined_answer(answer, theirs_answer)
+            answers[status] = _combined_answer(
+                _resolved(answer, document), _resolved(theirs_answer, document), document
+            )
     if any(status.startswith("2") for status in ours["responses"]):
         answers.pop("default", None)  # the service's own answers are described
     if "requestBody" in ours:
@@ -877,7 +911,51 @@ def complete_document(own: dict, fragment: dict, cullers: list = ()) -> dict:
     for (path, method), ours in shared.items():
         path_level = document["paths"][path].get("parameters", [])
         document["paths"][path][method] = _combined(ours, document["paths"][path][method], document, path_level)
+    _not_a_sibling(document)
     return _without_culled(document, list(cullers))
+
+
+def _without_words(schema: dict, words: list) -> dict:
+    """*schema* that no longer admits *words*: taken out of its ``enum`` alternatives (where a
+    generator reads them), and refused by a ``not`` besides."""
+    narrowed = copy.deepcopy(schema)
+    alternatives = narrowed.get("anyOf")
+    if isinstance(alternatives, list):
+        for alternative in alternatives:
+            if isinstance(alternative.get("enum"), list):
+                alternative["enum"] = [value for value in alternative["enum"] if value not in words]
+        narrowed["anyOf"] = [a for a in alternatives if a.get("enum", True) != []]
+    return {"allOf": [narrowed, {"not": {"enum": words}}]}
+
+
+def _not_a_sibling(document: dict) -> None:
+    """A path-level parameter never takes a value that is a sibling route's literal segment.
+
+    ``/v2.1/os-hypervisors/{id}`` where ``/v2.1/os-hypervisors/detail`` is another route:
+    ``detail`` reaches the list, not a hypervisor (a client or a fuzzer that takes the
+    id's schema for the whole truth sends it and gets a list).  Each operation overrides
+    the parameter with its schema less those words.
+    """
+    split = {path: path.split("/") for path in document["paths"]}
+    for path, item in document["paths"].items():
+        for parameter in item.get("parameters", []):
+            if "$ref" in parameter or parameter.get("in") != "path":
+                continue
+            at = split[path].index("{%s}" % parameter["name"])
+            siblings = sorted(
+                other[at]
+                for other in split.values()
+                if len(other) == len(split[path])
+                and not other[at].startswith("{")
+                and all(a == b for n, (a, b) in enumerate(zip(other, split[path], strict=True)) if n != at)
+            )
+            if not siblings:
+                continue
+            narrowed = dict(parameter, schema=_without_words(parameter.get("schema", {}), siblings))
+            for method in [m for m in item if m in _METHODS]:
+                item[method]["parameters"] = [
+                    p for p in item[method].get("parameters", []) if p.get("name") != parameter["name"]
+                ] + [narrowed]
 
 
 def endpoint_document(app) -> dict:

@@ -36,10 +36,6 @@ CHECKS = (
     "response_schema_conformance",
     "allow_header_conformance",
 )
-#: And on the admin endpoint, a method the document does not give a path is 405.  Not on the
-#: public one: admin_cull answers a culled call (PUT /v2.1/{project_id}) 404 on purpose, as if
-#: nothing were there.
-ADMIN_CHECKS = CHECKS + ("unsupported_method",)
 
 #: Environment variables the hooks module reads (set by :func:`run_schemathesis`).
 STATE_FILES_ENV = "DEMO_FUZZ_STATE_FILES"
