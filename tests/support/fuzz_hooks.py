@@ -6,7 +6,8 @@ before each request it snapshots the demo's tables
 ``DEMO_FUZZ_STATE_FILES``); after it, it appends one JSON line to
 ``DEMO_FUZZ_LOG``: the operation, the status and, for a refused request
 (``4xx``), every table it changed.  The run is one worker, so nothing else
-writes between the two snapshots.
+writes between the two snapshots.  A case whose path is another documented
+route's (``{id}`` = ``detail``) is left out: it is that route's case.
 """
 
 from __future__ import annotations
