@@ -71,9 +71,9 @@ from webob import Request, Response
 
 from demo_compute import API_VERSION, cells_api, config, microversions
 from demo_compute.cells import DemoCells
-from demo_compute.router import METHODS, MethodNotAllowed, NoRoute, Router
+from demo_compute.router import MethodNotAllowed, NoRoute, Router
 from demo_compute.storage import InvalidName, ServerStore, validate_name
-from demo_compute.tags import BadCreateTags, NoTagQuery, ServerTags
+from demo_compute.tags import TAG_METHODS, BadCreateTags, NoTagQuery, ServerTags
 from tenancy_mw.cells.ids import parse_cells
 from tenancy_mw.core.bodies import BodyError, read_json_body
 from tenancy_mw.core.errors import render_error
@@ -211,9 +211,10 @@ class DemoCompute:
         server_id = {"server_id": r"(?!detail(?:/|$))[^/]+"}
         router.connect(servers + "/{server_id}", "server_show", ("GET", "HEAD"), server_id)
         router.connect(servers + "/{server_id}", "server_delete", ("DELETE",), server_id)
-        # The tag API answers its own methods (405 with its Allow included).
+        # The tag API's methods only, so a 405's Allow (an OPTIONS, a POST) names just
+        # those it serves (with every method, Allow offered POST and PATCH, which it refuses).
         for path in ("/{server_id}/tags", "/{server_id}/tags/{tag}"):
-            router.connect(servers + path, "server_tags", METHODS, server_id)
+            router.connect(servers + path, "server_tags", TAG_METHODS, server_id)
         return router
 
     def _route(self, req: Request) -> Response:

@@ -36,13 +36,22 @@ from tenancy_mw.tags.model import InvalidTag, InvalidTagQuery, TagQuery, parse_t
 from tenancy_mw.tags.store import TagStore
 from tenancy_mw.tenants.path_filter import TENANT_ID_KEY
 
-__all__ = ["CREATE_TAGS_MICROVERSION", "TAGS_MICROVERSION", "BadCreateTags", "NoTagQuery", "ServerTags"]
+__all__ = [
+    "CREATE_TAGS_MICROVERSION",
+    "TAGS_MICROVERSION",
+    "TAG_METHODS",
+    "BadCreateTags",
+    "NoTagQuery",
+    "ServerTags",
+]
 
 #: The first microversion with tags (nova's 2.26).
 TAGS_MICROVERSION = microversion_parse.Version(2, 26)
 #: The first microversion where a server is created with its tags (nova's 2.52).
 CREATE_TAGS_MICROVERSION = microversion_parse.Version(2, 52)
 _MICROVERSION_KEY = "demo_compute.microversion"
+#: The methods of the tag URLs (:class:`tenancy_mw.tags.api.TagAPI` serves these, at every tag URL).
+TAG_METHODS = ("DELETE", "GET", "HEAD", "PUT")
 
 
 class NoTagQuery(Exception):

@@ -44,6 +44,16 @@ def empty_servers_table(url: str) -> None:
         engine.dispose()
 
 
+def pytest_terminal_summary(terminalreporter):
+    """The demo fuzzer's numbers (tests/functional/test_demo_fuzz.py), at the end of the run, when it ran."""
+    from tests.support.fuzz import RESULTS
+
+    if RESULTS:
+        terminalreporter.section("demo fuzzer (schemathesis)")
+        for line in RESULTS:
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(params=BACKENDS)
 def database_url(request, tmp_path):
     """A URL per backend: a fresh SQLite file, or the session's PostgreSQL/MariaDB database, emptied."""

@@ -14,6 +14,7 @@ import pytest
 import webtest
 from demo_compute import config
 from demo_compute.app import DemoCompute, app_factory
+from demo_compute.openapi import OpenApiFilter
 from demo_compute.storage import ServerStore
 from oslo_middleware.request_id import RequestId
 from paste.deploy import loadapp
@@ -63,10 +64,21 @@ def test_the_paste_file_builds_the_public_and_admin_pipelines(tmp_path, monkeypa
     monkeypatch.setenv("OS_TENANT_ADMIN__CACHE_TTL", "0")
     app = loadapp("config:" + DEMO_INI)
     public = chain(app)
-    # request_id admin_cull tenant_path tenant_admin(admin_api = false) idempotency tag_query id_resolver demo_compute
-    expected = [RequestId, AdminCull, TenantPath, TenantAdmin, Idempotency, TagQueryFilter, IdResolver, DemoCompute]
+    # request_id openapi admin_cull tenant_path tenant_admin(admin_api = false) idempotency tag_query id_resolver
+    # demo_compute
+    expected = [
+        RequestId,
+        OpenApiFilter,
+        AdminCull,
+        TenantPath,
+        TenantAdmin,
+        Idempotency,
+        TagQueryFilter,
+        IdResolver,
+        DemoCompute,
+    ]
     assert [type(part) for part in public] == expected
-    _, _, _, public_admin, idempotency, tag_query, id_resolver, demo = public
+    _, _, _, _, public_admin, idempotency, tag_query, id_resolver, demo = public
     assert public_admin.admin_api is False
     assert public_admin.registry.engine.url.database == str(tmp_path / "tenants.sqlite")
     # Options of the settings file, not of api-paste.ini.
@@ -83,7 +95,7 @@ def test_the_paste_file_builds_the_public_and_admin_pipelines(tmp_path, monkeypa
     admin_chain = chain(admin)
     # The same without admin_cull, tenant_admin serving the admin calls.
     assert [type(part) for part in admin_chain] == [kind for kind in expected if kind is not AdminCull]
-    admin_filter = admin_chain[2]
+    admin_filter = admin_chain[3]
     assert admin_filter.admin_api is True
     assert admin_filter.cache.ttl == 0
     assert type(admin_filter.provider).__name__ == "ServerMoves"
@@ -127,7 +139,11 @@ def test_api_paste_ini_holds_only_wiring():
     paste = configparser.ConfigParser(interpolation=None)
     paste.read(DEMO_INI)
     options = {
-        section: sorted(set(paste[section]) - set(paste.defaults()) - {"use", "paste.app_factory", "pipeline"})
+        section: sorted(
+            set(paste[section])
+            - set(paste.defaults())
+            - {"use", "paste.app_factory", "paste.filter_factory", "pipeline"}
+        )
         for section in paste.sections()
     }
     assert options == {section: (["admin_api"] if "tenant_admin" in section else []) for section in paste.sections()}

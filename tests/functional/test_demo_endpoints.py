@@ -258,6 +258,16 @@ def test_the_router_answers_405_with_allow(servers, tenant, endpoint):
         assert answer.status == 405, (target, answer.body)
         assert answer.headers["allow"] == allow
         assert answer.json()["errors"][0]["code"] == "demo.method-not-allowed"
+    # The tag URLs offer the tag API's methods only, whatever the method asked (found by the fuzzer:
+    # an OPTIONS was answered Allow: DELETE, GET, HEAD, PATCH, POST, PUT, and POST is refused there).
+    server_id = uuid.uuid4()
+    for target in (
+        "/v2.1/%s/servers/%s/tags" % (tenant, server_id),
+        "/v2.1/%s/servers/%s/tags/web" % (tenant, server_id),
+    ):
+        for method in ("OPTIONS", "POST", "PATCH"):
+            answer = call(server, method, target, headers=V226)
+            assert (answer.status, answer.headers["allow"]) == (405, "DELETE, GET, HEAD, PUT"), (method, target)
     assert call(server, "GET", "/v2.1/%s/nothing-here" % tenant).status == 404
 
 

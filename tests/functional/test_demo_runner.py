@@ -107,6 +107,15 @@ def test_the_runner_prints_both_urls_and_what_to_try_once_both_answer(runner):
     admin = "http://127.0.0.1:%d/v2.1/{project_id}" % admin_port
     assert "public  " + public in printed
     assert "admin   " + admin in printed
+    # And where each endpoint's OpenAPI document is, which it serves.
+    assert (
+        "OpenAPI http://127.0.0.1:%d/openapi.json, http://127.0.0.1:%d/openapi.json (each endpoint's own)"
+        % (
+            port,
+            admin_port,
+        )
+        in printed
+    )
     # The commands to try start with creating a tenant on the admin endpoint.
     commands = [line for line in printed if line.startswith("curl ")]
     assert "PUT http://127.0.0.1:%d/v2.1/{project_id}" % admin_port in text
@@ -115,6 +124,7 @@ def test_the_runner_prints_both_urls_and_what_to_try_once_both_answer(runner):
     # "ready" comes after both servers answer: no waiting needed now.
     assert raw_request(port, "GET", "/") == 200
     assert raw_request(admin_port, "GET", "/") == 200
+    assert raw_request(port, "GET", "/openapi.json") == raw_request(admin_port, "GET", "/openapi.json") == 200
 
 
 def stops_on_ctrl_c(process: subprocess.Popen, log) -> None:

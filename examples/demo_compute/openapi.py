@@ -1,0 +1,1009 @@
+"""The demo's OpenAPI 3.1 document, served at ``GET /openapi.json`` on each endpoint.
+
+:func:`demo_document` describes what :class:`demo_compute.app.DemoCompute`
+answers (its routes in :mod:`demo_compute.app` and
+:data:`demo_compute.cells_api.CellsApi.ROUTES`), with every status the
+filters in front of it give those URLs (``400`` for a bad path or version,
+``404``/``410`` under an unknown/deleted tenant, ``301`` at a moved
+server's old URL, ``406`` out of the version range, ``503`` when a cell did
+not answer); :func:`endpoint_document` merges it with
+:func:`tenancy_mw.openapi.describe_pipeline` of the endpoint's own chain (the
+tenant admin API, the tag API and parameters, idempotency headers) and
+leaves out every operation an ``admin_cull`` of that chain refuses, so
+the public endpoint's document has no admin call.
+
+The :class:`OpenApiFilter` paste filter builds its endpoint's document once,
+when the pipeline loads, from the chain below it, and answers
+``GET /openapi.json`` (and ``HEAD``) with it; every other request passes::
+
+    [pipeline:main]
+    pipeline = request_id openapi admin_cull tenant_path ... demo_compute
+
+    [filter:openapi]
+    paste.filter_factory = demo_compute.openapi:filter_factory
+
+Operations are ``GET``, ``PUT``, ``POST`` and ``DELETE``; every ``GET``
+route also takes ``HEAD`` (the same answer without a body), left out of the
+document.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+
+from webob import Request
+
+from demo_compute import API_VERSION, microversions
+from tenancy_mw import openapi
+
+__all__ = [
+    "DOCUMENT_PATH",
+    "OpenApiFilter",
+    "complete_document",
+    "demo_document",
+    "endpoint_document",
+    "filter_factory",
+]
+
+#: Where each endpoint serves its document.
+DOCUMENT_PATH = "/openapi.json"
+
+_V = "/" + API_VERSION
+_TENANT = _V + "/{tenant_id}"
+_JSON = "application/json"
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_METHODS = ("get", "put", "post", "delete", "head", "patch", "options")
+# oslo.middleware's request ids.
+_REQUEST_ID_PATTERN = "^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+
+
+def _ref(kind: str, name: str) -> dict:
+    return {"$ref": "#/components/%s/%s" % (kind, name)}
+
+
+def _json(schema: dict, description: str, headers: dict | None = None, links: dict | None = None) -> dict:
+    response: dict = {"description": description, "content": {_JSON: {"schema": schema}}}
+    if headers:
+        response["headers"] = headers
+    if links:
+        response["links"] = links
+    return response
+
+
+# The answers of the filters and the app, by status (statuses the demo's URLs may give; an
+# operation lists those it can).
+_ERRORS = {
+    "301": ("MovedPermanently", "The server moved to another tenant; Location is its new URL (tenant_admin)."),
+    "400": ("BadRequest", "A malformed path, tenant id, microversion, query or body."),
+    "404": ("NotFound", "Nothing there: an unknown tenant, server, tag, id, or a URL the version does not serve."),
+    "405": ("MethodNotAllowed", "A method the URL does not take (with Allow)."),
+    "406": ("NotAcceptable", "A microversion outside 2.1 to 2.53."),
+    "409": ("Conflict", "An idempotency token reused with another request, or still running."),
+    "410": ("Gone", "The tenant is deleted."),
+    "411": ("LengthRequired", "A body without Content-Length."),
+    "413": ("RequestTooLarge", "A body over the limit."),
+    "414": ("UriTooLong", "A request line over gunicorn's limit (4094 bytes): gunicorn's own HTML page."),
+    "503": ("ServiceUnavailable", "A cell database did not answer in time (Retry-After)."),
+}
+
+# Every URL under /v2.1: a bad path or version (400), a version out of range (406).
+_UNDER_VERSION = ("400", "406")
+# Under a tenant: unknown (404), deleted (410).
+_UNDER_TENANT = _UNDER_VERSION + ("404", "410")
+# Routes with a body.
+_WITH_BODY = ("411", "413")
+
+
+def _errors(*statuses: str) -> dict:
+    return {status: _ref("responses", _ERRORS[status][0]) for status in statuses}
+
+
+def _operation(operation_id: str, summary: str, responses: dict, *errors: str, **extra) -> dict:
+    # Any URL can be too long for the server (gunicorn answers before any filter).
+    errors += ("414",)
+    operation = {"operationId": operation_id, "summary": summary, "responses": dict(responses, **_errors(*errors))}
+    operation.update(extra)
+    return operation
+
+
+def _schemas(error_format: str) -> dict:
+    string = {"type": "string"}
+    nullable_string = {"type": ["string", "null"]}
+    # Integers below microversion 2.53, uuids from it.
+    cell_id = {"oneOf": [{"type": "integer"}, {"type": "string", "format": "uuid"}]}
+    links = {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["rel", "href"],
+            "properties": {"rel": string, "href": string},
+        },
+    }
+    version = {
+        "type": "object",
+        "required": ["id", "status", "version", "min_version", "updated", "links"],
+        "properties": {
+            "id": {"const": API_VERSION},
+            "status": {"const": "CURRENT"},
+            "version": {"const": str(microversions.MAX_VERSION)},
+            "min_version": {"const": str(microversions.MIN_VERSION)},
+            "updated": string,
+            "links": links,
+            "media-types": {"type": "array", "items": {"type": "object"}},
+        },
+    }
+    server = {
+        "type": "object",
+        "required": ["id", "name", "tenant_id", "created", "links", "status", "flavor", "image", "addresses"],
+        "properties": {
+            "id": {"type": "string", "format": "uuid"},
+            "name": string,
+            "tenant_id": string,
+            "created": {"type": "string", "format": "date-time"},
+            "links": links,
+            "status": {"const": "ACTIVE"},
+            "flavor": {"type": "object"},
+            "image": string,
+            "addresses": {"type": "object"},
+            "tags": {"$ref": "#/components/schemas/TagList"},
+        },
+        "additionalProperties": False,
+    }
+    service = {
+        "type": "object",
+        "required": ["id", "binary", "host", "zone", "status", "state", "updated_at", "disabled_reason", "forced_down"],
+        "properties": {
+            "id": cell_id,
+            "binary": string,
+            "host": string,
+            "zone": string,
+            "status": {"enum": ["enabled", "disabled"]},
+            "state": {"enum": ["up", "down"]},
+            "updated_at": nullable_string,
+            "disabled_reason": nullable_string,
+            "forced_down": {"type": "boolean"},
+        },
+    }
+    hypervisor = {
+        "type": "object",
+        "required": ["id", "hypervisor_hostname", "state", "status"],
+        "properties": {
+            "id": cell_id,
+            "hypervisor_hostname": string,
+            "state": {"enum": ["up", "down"]},
+            "status": {"enum": ["enabled", "disabled"]},
+            "hypervisor_type": string,
+            "host_ip": string,
+            "uptime": string,
+            "service": {
+                "type": "object",
+                "required": ["id", "host", "disabled_reason"],
+                "properties": {
+                    "id": {"oneOf": [cell_id, {"type": "null"}]},
+                    "host": string,
+                    "disabled_reason": nullable_string,
+                },
+            },
+        },
+    }
+    if error_format == "nova":
+        # nova's fault: {"itemNotFound": {"code": 404, "message": "..."}}.
+        error = {
+            "type": "object",
+            "minProperties": 1,
+            "maxProperties": 1,
+            "additionalProperties": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {"code": {"type": "integer"}, "message": string},
+            },
+        }
+    else:
+        error = {
+            "type": "object",
+            "required": ["errors"],
+            "properties": {
+                "errors": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["request_id", "code", "status", "title", "detail"],
+                        "properties": {
+                            # request_id runs first in both pipelines: every error has one.
+                            "request_id": {"type": "string", "pattern": _REQUEST_ID_PATTERN},
+                            # demo.*, and the filters' own: tenancy.*, idempotency.*, ...
+                            "code": {"type": "string", "pattern": r"^[a-z]+(\.[a-z0-9-]+)+$"},
+                            "status": {"type": "integer"},
+                            "title": string,
+                            "detail": string,
+                        },
+                    },
+                }
+            },
+        }
+    return {
+        "Error": error,
+        "Version": version,
+        "Versions": {
+            "type": "object",
+            "required": ["versions"],
+            "properties": {"versions": {"type": "array", "items": version}},
+        },
+        "VersionDocument": {"type": "object", "required": ["version"], "properties": {"version": version}},
+        "Server": server,
+        "ServerEnvelope": {"type": "object", "required": ["server"], "properties": {"server": server}},
+        "ServerList": {
+            "type": "object",
+            "required": ["servers"],
+            "properties": {"servers": {"type": "array", "items": server}},
+        },
+        "ServerCreate": {
+            "type": "object",
+            "required": ["server"],
+            "properties": {
+                "server": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1, "maxLength": 255},
+                        "tags": {"$ref": "#/components/schemas/TagList"},
+                    },
+                }
+            },
+            "example": {"server": {"name": "web1"}},
+        },
+        "TagList": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1, "maxLength": 60, "pattern": "^[^,/]+$"},
+            "maxItems": 50,
+        },
+        "Tags": {
+            "type": "object",
+            "required": ["tags"],
+            "properties": {"tags": {"$ref": "#/components/schemas/TagList"}},
+        },
+        "Service": service,
+        "ServiceList": {
+            "type": "object",
+            "required": ["services"],
+            "properties": {"services": {"type": "array", "items": service}},
+        },
+        "ServiceEnvelope": {
+            "type": "object",
+            "required": ["service"],
+            # A legacy action (below 2.53) answers {"host", "binary", "status" or "forced_down", ...}.
+            "properties": {
+                "service": {
+                    "oneOf": [
+                        service,
+                        {
+                            "type": "object",
+                            "required": ["host", "binary"],
+                            "properties": {
+                                "host": string,
+                                "binary": string,
+                                "status": {"enum": ["enabled", "disabled"]},
+                                "disabled_reason": string,
+                                "forced_down": {"type": "boolean"},
+                            },
+                            "additionalProperties": False,
+                        },
+                    ]
+                }
+            },
+        },
+        "ServiceUpdate": {
+            "type": "object",
+            "description": "From 2.53: status, disabled_reason, forced_down. Below it, a legacy action"
+            " (enable, disable, disable-log-reason, force-down) takes host and binary.",
+            "properties": {
+                "status": {"enum": ["enabled", "disabled"]},
+                "disabled_reason": {"type": "string", "minLength": 1, "maxLength": 255},
+                "forced_down": {"type": "boolean"},
+                "host": string,
+                "binary": string,
+            },
+            "example": {"status": "disabled", "disabled_reason": "maintenance"},
+        },
+        "Hypervisor": hypervisor,
+        "HypervisorList": {
+            "type": "object",
+            "required": ["hypervisors"],
+            "properties": {"hypervisors": {"type": "array", "items": hypervisor}},
+        },
+        "HypervisorEnvelope": {
+            "type": "object",
+            "required": ["hypervisor"],
+            "properties": {"hypervisor": hypervisor},
+        },
+    }
+
+
+def _error_of_status(status: int, error_format: str) -> dict:
+    """The error body of an answer with *status*: the shape, and the status it names is that one."""
+    if error_format == "nova":
+        same = {"additionalProperties": {"properties": {"code": {"const": status}}}}
+    else:
+        same = {"properties": {"errors": {"items": {"properties": {"status": {"const": status}}}}}}
+    return {"allOf": [_ERROR, same]}
+
+
+def _with_request_id(document: dict) -> dict:
+    """Every answer of *document* carries ``x-openstack-request-id`` (request_id is first in both pipelines)."""
+    header = {"$ref": "#/components/headers/x-openstack-request-id"}
+    # But gunicorn's own 414, which no filter sees.
+    answers = [a for name, a in document["components"]["responses"].items() if name != "UriTooLong"]
+    for item in document["paths"].values():
+        for method in [m for m in item if m in _METHODS]:
+            answers.extend(a for a in item[method]["responses"].values() if "$ref" not in a)
+    for answer in answers:
+        answer.setdefault("headers", {})["x-openstack-request-id"] = header
+    return document
+
+
+def _components(error_format: str) -> dict:
+    version_header = {
+        "x-openstack-request-id": {
+            "description": "The request's id (oslo.middleware's request_id), in every answer.",
+            "required": True,
+            "schema": {"type": "string", "pattern": _REQUEST_ID_PATTERN},
+        },
+        "OpenStack-API-Version": {
+            "description": "The microversion the answer was served at.",
+            "required": True,
+            "schema": {"type": "string", "pattern": r"^compute 2\.[0-9]+$"},
+        },
+        "X-OpenStack-Nova-API-Version": {
+            "description": "The same, in nova's legacy header.",
+            "required": True,
+            "schema": {"type": "string", "pattern": r"^2\.[0-9]+$"},
+        },
+    }
+    responses = {}
+    for status, (name, description) in _ERRORS.items():
+        headers = None
+        schema = _error_of_status(int(status), error_format)
+        if status == "301":
+            # tenant_admin's redirect: {"location": the new URL}, as in the header.
+            headers = {"Location": {"required": True, "schema": {"type": "string"}}}
+            schema = {"type": "object", "required": ["location"], "properties": {"location": {"type": "string"}}}
+        elif status == "405":
+            headers = {"Allow": {"required": True, "schema": {"type": "string"}}}
+        elif status == "503":
+            headers = {"Retry-After": {"required": True, "schema": {"type": "string", "pattern": "^[0-9]+$"}}}
+        elif status == "414":
+            responses[name] = {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+            continue
+        responses[name] = _json(schema, description, headers)
+    return {
+        "schemas": _schemas(error_format),
+        "responses": responses,
+        "headers": version_header,
+        "parameters": {
+            "tenant_id": {
+                "name": "tenant_id",
+                "in": "path",
+                "required": True,
+                "description": "The tenant (created on the admin endpoint first).",
+                "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+            },
+            "microversion": {
+                "name": "OpenStack-API-Version",
+                "in": "header",
+                "required": False,
+                "description": "The microversion asked for (none: 2.1; tags from 2.26, uuids from 2.53).",
+                "schema": {"enum": ["compute 2.1", "compute 2.26", "compute 2.52", "compute 2.53", "compute latest"]},
+            },
+        },
+    }
+
+
+def _versioned(schema_name: str, description: str, **extra) -> dict:
+    """A 2xx JSON answer under /v2.1: it names the microversion it was served at."""
+    headers = {
+        "OpenStack-API-Version": {"$ref": "#/components/headers/OpenStack-API-Version"},
+        "X-OpenStack-Nova-API-Version": {"$ref": "#/components/headers/X-OpenStack-Nova-API-Version"},
+    }
+    headers.update(extra.pop("headers", {}))
+    return _json(_ref("schemas", schema_name), description, headers, extra.pop("links", None))
+
+
+def _no_content(description: str) -> dict:
+    return {"description": description}
+
+
+def _path_param(name: str, description: str) -> dict:
+    return {"name": name, "in": "path", "required": True, "description": description, "schema": {"type": "string"}}
+
+
+def _server_links(tenant: str = "$request.path.tenant_id", server: str = "$response.body#/server/id") -> dict:
+    """OpenAPI links from a server's answer to the calls on it (schemathesis's stateful phase follows them)."""
+    params = {"tenant_id": tenant, "server_id": server}
+    # The tag API's paths name the server resource_id, as the library's fragment does.
+    tag_params = {"tenant_id": tenant, "resource_id": server}
+    return {
+        "ShowServer": {"operationId": "showServer", "parameters": params},
+        "DeleteServer": {"operationId": "deleteServer", "parameters": params},
+        "ListServerTags": {"operationId": "listServerTags", "parameters": tag_params},
+        "ReplaceServerTags": {"operationId": "replaceServerTags", "parameters": tag_params},
+        "AddServerTag": {"operationId": "addServerTag", "parameters": tag_params},
+    }
+
+
+def _servers_paths() -> dict:
+    """The servers and their tags, under ``/v2.1/{tenant_id}``."""
+    tenant = [_ref("parameters", "tenant_id"), _ref("parameters", "microversion")]
+    server = tenant + [_path_param("server_id", "A server of the tenant.")]
+    tagged = tenant + [_path_param("resource_id", "A server of the tenant.")]
+    tag = tagged + [_path_param("tag", "A tag (1 to 60 characters, no comma or slash).")]
+    tag_filters = [
+        {"name": name, "in": "query", "required": False, "description": description, "schema": {"type": "string"}}
+        for name, description in (
+            ("tags", "Servers with every tag of this comma-separated list (from 2.26)."),
+            ("tags-any", "Servers with any of them."),
+            ("not-tags", "Servers with none of them."),
+            ("not-tags-any", "Servers without all of them."),
+        )
+    ]
+    servers = _TENANT + "/servers"
+    moved = ("301",)
+    tag_body = {"required": True, "content": {_JSON: {"schema": _ref("schemas", "Tags")}}}
+
+    def listing(operation_id: str, summary: str) -> dict:
+        return _operation(
+            operation_id,
+            summary,
+            {"200": _versioned("ServerList", "The servers.")},
+            *_UNDER_TENANT,
+            parameters=tag_filters,
+        )
+
+    return {
+        servers: {
+            "parameters": tenant,
+            "get": listing("listServers", "The tenant's servers (tags from 2.26, filtered by the tag parameters)."),
+            "post": _operation(
+                "createServer",
+                "Create a server (tags in the body from 2.52).",
+                {
+                    "201": _versioned(
+                        "ServerEnvelope",
+                        "The new server.",
+                        headers={"Location": {"required": True, "schema": {"type": "string"}}},
+                        links=_server_links(),
+                    )
+                },
+                *(_UNDER_TENANT + _WITH_BODY),
+                requestBody={"required": True, "content": {_JSON: {"schema": _ref("schemas", "ServerCreate")}}},
+            ),
+        },
+        servers + "/detail": {
+            "parameters": tenant,
+            "get": listing("listServersDetail", "The same list (a demo server has no more fields)."),
+        },
+        servers + "/{server_id}": {
+            "parameters": server,
+            "get": _operation(
+                "showServer",
+                "One server.",
+                {"200": _versioned("ServerEnvelope", "The server.")},
+                *(_UNDER_TENANT + moved),
+            ),
+            "delete": _operation(
+                "deleteServer",
+                "Delete a server (and its tags).",
+                {"204": _no_content("Deleted.")},
+                *(_UNDER_TENANT + moved),
+            ),
+        },
+        servers + "/{resource_id}/tags": {
+            "parameters": tagged,
+            "get": _operation(
+                "listServerTags",
+                "The server's tags (from 2.26; 404 below).",
+                {"200": _versioned("Tags", "The tags.")},
+                *(_UNDER_TENANT + moved),
+            ),
+            "put": _operation(
+                "replaceServerTags",
+                "Replace the server's tags (at most 50).",
+                {"200": _versioned("Tags", "The tags now.")},
+                *(_UNDER_TENANT + moved + _WITH_BODY),
+                requestBody=tag_body,
+            ),
+            "delete": _operation(
+                "deleteServerTags",
+                "Remove every tag of the server.",
+                {"204": _no_content("Removed.")},
+                *(_UNDER_TENANT + moved),
+            ),
+        },
+        servers + "/{resource_id}/tags/{tag}": {
+            "parameters": tag,
+            "get": _operation(
+                "checkServerTag",
+                "Whether the server has the tag (204), or not (404).",
+                {"204": _no_content("It has.")},
+                *(_UNDER_TENANT + moved),
+            ),
+            "put": _operation(
+                "addServerTag",
+                "Add a tag: 201 (with Location), or 204 if the server has it.",
+                {
+                    "201": {
+                        "description": "Added.",
+                        "headers": {"Location": {"required": True, "schema": {"type": "string"}}},
+                    },
+                    "204": _no_content("The server had it."),
+                },
+                *(_UNDER_TENANT + moved),
+            ),
+            "delete": _operation(
+                "deleteServerTag",
+                "Remove a tag (404 if the server has not it).",
+                {"204": _no_content("Removed.")},
+                *(_UNDER_TENANT + moved),
+            ),
+        },
+    }
+
+
+def _cells_paths(scope: str, scope_parameters: list, suffix: str, errors: tuple) -> dict:
+    """``os-services`` and ``os-hypervisors`` under *scope* (``/v2.1`` or ``/v2.1/{tenant_id}``)."""
+    service_id = _path_param(
+        "id",
+        "A service id (an integer below 2.53, a uuid from it), or below 2.53"
+        " a legacy action: enable, disable, disable-log-reason, force-down.",
+    )
+    hypervisor_id = _path_param("id", "A hypervisor id (an integer below 2.53, a uuid from it).")
+    pattern = _path_param("pattern", "A substring of the hypervisor hostname.")
+    ids = ("503",)  # id_resolver: a cell that did not answer about the id
+    # The ids are {id}, as the id_resolver filter's path items name them.
+    first_service = {"id": "$response.body#/services/0/id"}
+    first_hypervisor = {"id": "$response.body#/hypervisors/0/id"}
+    if scope_parameters and "tenant_id" in scope:
+        first_service["tenant_id"] = first_hypervisor["tenant_id"] = "$request.path.tenant_id"
+
+    def read(parameters: list, operation_id: str, summary: str, schema: str, description: str) -> dict:
+        # A GET-only route of the hypervisors (a cell may not answer about the id: 503).
+        return {
+            "parameters": parameters,
+            "get": _operation(
+                operation_id + suffix, summary, {"200": _versioned(schema, description)}, *(errors + ids)
+            ),
+        }
+
+    return {
+        scope + "/os-services": {
+            "parameters": scope_parameters,
+            "get": _operation(
+                "listServices" + suffix,
+                "Every cell's services (the cells that answered).",
+                {
+                    "200": _versioned(
+                        "ServiceList",
+                        "The services.",
+                        links={
+                            "UpdateService": {"operationId": "updateService" + suffix, "parameters": first_service},
+                            "DeleteService": {"operationId": "deleteService" + suffix, "parameters": first_service},
+                        },
+                    )
+                },
+                *errors,
+                parameters=[
+                    {"name": "host", "in": "query", "required": False, "schema": {"type": "string"}},
+                    {"name": "binary", "in": "query", "required": False, "schema": {"type": "string"}},
+                ],
+            ),
+        },
+        scope + "/os-services/{id}": {
+            "parameters": scope_parameters + [service_id],
+            "put": _operation(
+                "updateService" + suffix,
+                "Enable, disable or force down a service (2.53); nova's legacy actions below it.",
+                {"200": _versioned("ServiceEnvelope", "The service.")},
+                *(errors + ids + _WITH_BODY),
+                requestBody={"required": True, "content": {_JSON: {"schema": _ref("schemas", "ServiceUpdate")}}},
+            ),
+            "delete": _operation(
+                "deleteService" + suffix,
+                "Delete a service.",
+                {"204": _no_content("Deleted.")},
+                *(errors + ids),
+            ),
+        },
+        scope + "/os-hypervisors": {
+            "parameters": scope_parameters,
+            "get": _operation(
+                "listHypervisors" + suffix,
+                "Every cell's hypervisors; from 2.53 a hostname search.",
+                {
+                    "200": _versioned(
+                        "HypervisorList",
+                        "The hypervisors.",
+                        links={
+                            "ShowHypervisor": {
+                                "operationId": "showHypervisor" + suffix,
+                                "parameters": first_hypervisor,
+                            },
+                            "HypervisorUptime": {
+                                "operationId": "hypervisorUptime" + suffix,
+                                "parameters": first_hypervisor,
+                            },
+                        },
+                    )
+                },
+                *(errors + ids),
+                parameters=[
+                    {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+                    for name in ("hypervisor_hostname_pattern", "hypervisor_hostname")
+                ],
+            ),
+        },
+        scope + "/os-hypervisors/detail": read(
+            scope_parameters, "listHypervisorsDetail", "The same, with details.", "HypervisorList", "The hypervisors."
+        ),
+        scope + "/os-hypervisors/{id}": read(
+            scope_parameters + [hypervisor_id],
+            "showHypervisor",
+            "One hypervisor.",
+            "HypervisorEnvelope",
+            "The hypervisor.",
+        ),
+        scope + "/os-hypervisors/{id}/uptime": read(
+            scope_parameters + [hypervisor_id],
+            "hypervisorUptime",
+            "A hypervisor's uptime.",
+            "HypervisorEnvelope",
+            "The hypervisor and its uptime.",
+        ),
+        scope + "/os-hypervisors/{pattern}/search": read(
+            scope_parameters + [pattern],
+            "searchHypervisors",
+            "Below 2.53 only: the hypervisors whose hostname contains the pattern.",
+            "HypervisorList",
+            "The hypervisors.",
+        ),
+    }
+
+
+def demo_document(error_format: str = "api-wg", tenant_version_document: bool = True) -> dict:
+    """The OpenAPI 3.1 document of the demo app's own routes, error bodies in *error_format*.
+
+    *tenant_version_document* is whether the app answers ``GET /v2.1/{tenant_id}`` (not
+    where a ``tenant_admin`` with its admin API answers it first).
+
+    >>> document = demo_document()
+    >>> document["paths"]["/v2.1/{tenant_id}/servers"]["post"]["operationId"]
+    'createServer'
+    >>> document["paths"]["/v2.1/{tenant_id}/servers"]["get"]["responses"]["404"]
+    {'$ref': '#/components/responses/demo.NotFound'}
+    """
+    version = [_ref("parameters", "microversion")]
+    tenant = [_ref("parameters", "tenant_id")] + version
+    paths = {
+        "/": {
+            "get": _operation(
+                "listVersions",
+                "The versions document (not under microversion control).",
+                {"200": _json(_ref("schemas", "Versions"), "The versions.")},
+            )
+        },
+        _V: {
+            "parameters": version,
+            "get": _operation(
+                "showVersion",
+                "The version document.",
+                {"200": _versioned("VersionDocument", "The version.")},
+                *_UNDER_VERSION,
+            ),
+        },
+    }
+    if tenant_version_document:
+        paths[_TENANT] = {
+            "parameters": tenant,
+            "get": _operation(
+                "showTenantVersion",
+                "The version document at the tenant's URL (python-novaclient discovers versions there).",
+                {"200": _versioned("VersionDocument", "The version.")},
+                *_UNDER_TENANT,
+            ),
+        }
+    paths.update(_servers_paths())
+    paths.update(_cells_paths(_V, version, "", _UNDER_VERSION + ("404",)))
+    paths.update(_cells_paths(_TENANT, tenant, "InTenant", _UNDER_TENANT))
+    return _namespaced(
+        _with_request_id(
+            {
+                "openapi": openapi.OPENAPI_VERSION,
+                "info": {
+                    "title": "tenancy_mw demo_compute",
+                    "version": str(microversions.MAX_VERSION),
+                    "description": "The demo's compute-style API behind the tenancy_mw filters (examples/README.rst).",
+                },
+                "paths": paths,
+                "components": _components(error_format),
+            }
+        )
+    )
+
+
+def _namespaced(document: dict) -> dict:
+    """*document* with every component named ``demo.<name>`` (and every ``$ref`` to it), so
+    merging the library's fragment (its own ``Error``, say) never replaces one of the demo's."""
+    text = re.sub(r'"#/components/([A-Za-z]+)/', r'"#/components/\1/demo.', json.dumps(document))
+    renamed = json.loads(text)
+    renamed["components"] = {
+        kind: {"demo." + name: value for name, value in entries.items()}
+        for kind, entries in renamed["components"].items()
+    }
+    return renamed
+
+
+# Building an endpoint's document ------------------------------------------------------------
+
+
+def _chain(app) -> Iterator:
+    """*app* and every app below it, following ``.application`` (oslo's RequestId and tenancy_mw's filters)."""
+    seen = set()
+    while app is not None and id(app) not in seen:
+        seen.add(id(app))
+        yield app
+        app = getattr(app, "application", None)
+
+
+def _template(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
+def _sample_path(path: str) -> str:
+    # Any value of a path parameter: a cull rule decides on the URL's shape, not its values.
+    return re.sub(r"\{[^}]+\}", "x1", path)
+
+
+def _culled(cullers: list, method: str, path: str) -> bool:
+    environ = Request.blank(_sample_path(path), method=method.upper()).environ
+    return any(culler.judge(dict(environ)) is not None for culler in cullers)
+
+
+def _without_culled(document: dict, cullers: list) -> dict:
+    """*document* without the operations an ``admin_cull`` of the chain refuses (a public endpoint's)."""
+    kept = copy.deepcopy(document)
+    for path, item in list(kept["paths"].items()):
+        for method in [m for m in item if m in _METHODS]:
+            if _culled(cullers, method, path):
+                del item[method]
+        if not any(m in item for m in _METHODS):
+            del kept["paths"][path]
+    # A link to an operation left out would send a client (and a fuzzer) to a refused call.
+    kept_ids = {op.get("operationId") for item in kept["paths"].values() for m, op in item.items() if m in _METHODS}
+    for item in kept["paths"].values():
+        for method in [m for m in item if m in _METHODS]:
+            for response in item[method].get("responses", {}).values():
+                links = response.get("links", {})
+                for name in [n for n, link in links.items() if link.get("operationId") not in kept_ids]:
+                    del links[name]
+                if "links" in response and not links:
+                    del response["links"]
+    return kept
+
+
+def _flattened(document: dict) -> dict:
+    """*document* with each path item's ``parameters`` moved into its operations (the library's
+    path items carry their own, and two different ``parameters`` of one path do not merge)."""
+    flat = copy.deepcopy(document)
+    for item in flat["paths"].values():
+        shared = item.pop("parameters", [])
+        for method in [m for m in item if m in _METHODS]:
+            own = item[method].get("parameters", [])
+            item[method]["parameters"] = shared + own
+    return flat
+
+
+def _parameter_key(parameter: dict, document: dict) -> tuple[str, str]:
+    if "$ref" in parameter:
+        parameter = document["components"]["parameters"][parameter["$ref"].rsplit("/", 1)[1]]
+    return parameter["in"], parameter["name"].lower() if parameter["in"] == "header" else parameter["name"]
+
+
+def _resolved(answer: dict, document: dict) -> dict:
+    """*answer*, or the reusable response its ``$ref`` names."""
+    while "$ref" in answer:
+        answer = document["components"]["responses"][answer["$ref"].rsplit("/", 1)[1]]
+    return answer
+
+
+def _combined_answer(ours: dict, theirs: dict, document: dict) -> dict:
+    """One status both describe (the demo's and a filter's): ours, a body valid against either
+    schema, each header required only where both require it."""
+    answer = copy.deepcopy(ours)
+    content = copy.deepcopy(theirs.get("content", {}))
+    content.update(copy.deepcopy(ours.get("content", {})))  # each media type either describes
+    our_body = ours.get("content", {}).get(_JSON, {}).get("schema")
+    their_body = theirs.get("content", {}).get(_JSON, {}).get("schema")
+    if our_body is not None and their_body is not None and our_body != their_body:
+        content[_JSON]["schema"] = {"anyOf": [our_body, their_body]}
+    if content:
+        answer["content"] = content
+
+    def header(value: dict) -> dict:
+        while "$ref" in value:
+            value = document["components"]["headers"][value["$ref"].rsplit("/", 1)[1]]
+        return value
+
+    ours_headers = {name.lower(): (name, header(value)) for name, value in ours.get("headers", {}).items()}
+    theirs_headers = {name.lower(): (name, header(value)) for name, value in theirs.get("headers", {}).items()}
+    combined = {}
+    for key in sorted(set(ours_headers) | set(theirs_headers)):
+        name, value = ours_headers.get(key) or theirs_headers[key]
+        both = key in ours_headers and key in theirs_headers
+        required = (
+            both and ours_headers[key][1].get("required", False) and theirs_headers[key][1].get("required", False)
+        )
+        combined[name] = dict(value, required=bool(required))
+    if combined:
+        answer["headers"] = combined
+    return answer
+
+
+def _combined(ours: dict, theirs: dict, document: dict, path_level: list) -> dict:
+    """A call both describe (the servers list and create, the tag API): the library's parameters and
+    answers (the filters'), the demo's where the demo knows better (its bodies, its statuses)."""
+    operation = copy.deepcopy(theirs)
+    operation["operationId"] = ours["operationId"]  # the demo's links name it
+    operation["summary"] = ours.get("summary", operation.get("summary"))
+    known = {_parameter_key(p, document) for p in operation.get("parameters", []) + path_level}
+    operation["parameters"] = operation.get("parameters", []) + [
+        p for p in ours.get("parameters", []) if _parameter_key(p, document) not in known
+    ]
+    answers = operation.setdefault("responses", {})
+    for status, answer in ours["responses"].items():
+        theirs_answer = answers.get(status)
+        if theirs_answer is None:
+            answers[status] = answer
+        else:
+            answers[status] = _combined_answer(
+                _resolved(answer, document), _resolved(theirs_answer, document), document
+            )
+    if any(status.startswith("2") for status in ours["responses"]):
+        answers.pop("default", None)  # the service's own answers are described
+    if "requestBody" in ours:
+        operation["requestBody"] = ours["requestBody"]
+    return operation
+
+
+def complete_document(own: dict, fragment: dict, cullers: list = ()) -> dict:
+    """*own* (the demo's) merged with *fragment* (the library's), without what *cullers* refuse.
+
+    :func:`tenancy_mw.openapi.merge` refuses two descriptions of one call: a call both
+    describe (the servers list and create, the tag API) is taken out of *own*, merged,
+    then completed with the demo's answers (:func:`_combined`).  Where the library's path
+    item has path-level parameters (the ``id_resolver`` routes' ``{id}``), they replace the
+    demo's own of the same name.  A path the two spell with other parameter names is an
+    error: the demo names its parameters as the library does.
+    """
+    own = _flattened(own)
+    theirs = fragment.get("paths", {})
+    by_template = {_template(path): path for path in theirs}
+    shared = {}
+    for path in list(own["paths"]):
+        other = by_template.get(_template(path))
+        if other is None:
+            continue
+        if other != path:
+            raise ValueError("the demo's %s is the library's %s: name the parameters alike" % (path, other))
+        item = own["paths"][path]
+        path_level = theirs[path].get("parameters", [])
+        their_keys = {_parameter_key(p, fragment) for p in path_level}
+        for method in [m for m in item if m in _METHODS]:
+            item[method]["parameters"] = [
+                p for p in item[method]["parameters"] if _parameter_key(p, own) not in their_keys
+            ]
+            if method in theirs[path]:
+                shared[(path, method)] = item.pop(method)
+        if not any(m in item for m in _METHODS):
+            del own["paths"][path]
+    document = openapi.merge(own, fragment)
+    for (path, method), ours in shared.items():
+        path_level = document["paths"][path].get("parameters", [])
+        document["paths"][path][method] = _combined(ours, document["paths"][path][method], document, path_level)
+    _not_a_sibling(document)
+    return _without_culled(document, list(cullers))
+
+
+def _without_words(schema: dict, words: list) -> dict:
+    """*schema* that no longer admits *words*: taken out of its ``enum`` alternatives (where a
+    generator reads them), and refused by a ``not`` besides."""
+    narrowed = copy.deepcopy(schema)
+    alternatives = narrowed.get("anyOf")
+    if isinstance(alternatives, list):
+        for alternative in alternatives:
+            if isinstance(alternative.get("enum"), list):
+                alternative["enum"] = [value for value in alternative["enum"] if value not in words]
+        narrowed["anyOf"] = [a for a in alternatives if a.get("enum", True) != []]
+    return {"allOf": [narrowed, {"not": {"enum": words}}]}
+
+
+def _not_a_sibling(document: dict) -> None:
+    """A path-level parameter never takes a value that is a sibling route's literal segment.
+
+    ``/v2.1/os-hypervisors/{id}`` where ``/v2.1/os-hypervisors/detail`` is another route:
+    ``detail`` reaches the list, not a hypervisor (a client or a fuzzer that takes the
+    id's schema for the whole truth sends it and gets a list).  Each operation overrides
+    the parameter with its schema less those words.
+    """
+    split = {path: path.split("/") for path in document["paths"]}
+    for path, item in document["paths"].items():
+        for parameter in item.get("parameters", []):
+            if "$ref" in parameter or parameter.get("in") != "path":
+                continue
+            at = split[path].index("{%s}" % parameter["name"])
+            siblings = sorted(
+                other[at]
+                for other in split.values()
+                if len(other) == len(split[path])
+                and not other[at].startswith("{")
+                and all(a == b for n, (a, b) in enumerate(zip(other, split[path], strict=True)) if n != at)
+            )
+            if not siblings:
+                continue
+            narrowed = dict(parameter, schema=_without_words(parameter.get("schema", {}), siblings))
+            for method in [m for m in item if m in _METHODS]:
+                item[method]["parameters"] = [
+                    p for p in item[method].get("parameters", []) if p.get("name") != parameter["name"]
+                ] + [narrowed]
+
+
+def endpoint_document(app) -> dict:
+    """The complete document of the endpoint whose chain starts at *app*: the demo's routes and the library's.
+
+    The library's fragment is :func:`tenancy_mw.openapi.describe_pipeline` of the chain
+    (the tenant admin API where a ``tenant_admin`` serves it, the tag API of the servers,
+    the filters' parameters and answers), with ``/v2.1`` as the mount: the demo serves that
+    one version, so the paths name it (no ``{version}`` parameter).  Every operation an
+    ``admin_cull`` in the chain refuses is left out (:func:`complete_document`).
+    """
+    from tenancy_mw.cull.filter import AdminCull
+    from tenancy_mw.tenants.admin.filter import TenantAdmin
+
+    chain = list(_chain(app))
+    error_format = next((a.error_format for a in chain if type(a).__name__ == "DemoCompute"), "api-wg")
+    admin_api = any(isinstance(a, TenantAdmin) and a.admin_api for a in chain)
+    cullers = [a for a in chain if isinstance(a, AdminCull)]
+    fragment = openapi.describe_pipeline(app, tag_collections=("servers",), prefix=_V)
+    own = demo_document(error_format, tenant_version_document=not admin_api)
+    return complete_document(own, fragment, cullers)
+
+
+class OpenApiFilter:
+    """Answers ``GET``/``HEAD /openapi.json`` with its endpoint's document, built once from the chain below.
+
+    :param app: the rest of the pipeline (its chain is what the document describes).
+    """
+
+    def __init__(self, app: Callable) -> None:
+        #: The next app (so a describer walking ``.application`` passes through).
+        self.application = app
+        #: The endpoint's document.
+        self.document = endpoint_document(app)
+        self._body = json.dumps(self.document, ensure_ascii=False, sort_keys=True).encode("utf-8")
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        """Serve the document at :data:`DOCUMENT_PATH`; pass every other request on."""
+        path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+        if path != DOCUMENT_PATH or environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
+            return self.application(environ, start_response)
+        headers = [("Content-Type", _JSON), ("Content-Length", str(len(self._body)))]
+        start_response("200 OK", headers)
+        return [] if environ["REQUEST_METHOD"] == "HEAD" else [self._body]
+
+
+def filter_factory(global_conf: dict, **local_conf: str) -> Callable[[Callable], OpenApiFilter]:
+    """``paste.filter_factory`` of :class:`OpenApiFilter` (no options)."""
+    if local_conf:
+        raise ValueError("demo_compute.openapi: no options, got %s" % ", ".join(sorted(local_conf)))
+    return OpenApiFilter
