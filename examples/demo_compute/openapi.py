@@ -32,9 +32,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
-
-from webob import Request
+from collections.abc import Callable, Iterable
 
 from demo_compute import API_VERSION, microversions
 from tenancy_mw import openapi
@@ -747,215 +745,103 @@ def _namespaced(document: dict) -> dict:
 # Building an endpoint's document ------------------------------------------------------------
 
 
-def _chain(app) -> Iterator:
-    """*app* and every app below it, following ``.application`` (oslo's RequestId and tenancy_mw's filters)."""
-    seen = set()
-    while app is not None and id(app) not in seen:
-        seen.add(id(app))
-        yield app
-        app = getattr(app, "application", None)
-
-
 def _template(path: str) -> str:
     return re.sub(r"\{[^}]+\}", "{}", path)
 
 
-def _sample_path(path: str) -> str:
-    # Any value of a path parameter: a cull rule decides on the URL's shape, not its values.
-    return re.sub(r"\{[^}]+\}", "x1", path)
+def complete_document(own: dict, fragment: dict, app=None) -> dict:
+    """*own* (the demo's) merged with *fragment* (the library's), without what *app*'s ``admin_cull`` refuses.
 
-
-def _culled(cullers: list, method: str, path: str) -> bool:
-    environ = Request.blank(_sample_path(path), method=method.upper()).environ
-    return any(culler.judge(dict(environ)) is not None for culler in cullers)
-
-
-def _without_culled(document: dict, cullers: list) -> dict:
-    """*document* without the operations an ``admin_cull`` of the chain refuses (a public endpoint's)."""
-    kept = copy.deepcopy(document)
-    for path, item in list(kept["paths"].items()):
-        for method in [m for m in item if m in _METHODS]:
-            if _culled(cullers, method, path):
-                del item[method]
-        if not any(m in item for m in _METHODS):
-            del kept["paths"][path]
-    # A link to an operation left out would send a client (and a fuzzer) to a refused call.
-    kept_ids = {op.get("operationId") for item in kept["paths"].values() for m, op in item.items() if m in _METHODS}
-    for item in kept["paths"].values():
-        for method in [m for m in item if m in _METHODS]:
-            for response in item[method].get("responses", {}).values():
-                links = response.get("links", {})
-                for name in [n for n, link in links.items() if link.get("operationId") not in kept_ids]:
-                    del links[name]
-                if "links" in response and not links:
-                    del response["links"]
-    return kept
+    :func:`tenancy_mw.openapi.merge` adds the filters' parameters and answers to the
+    calls both describe (the servers list and create, the tag API); :func:`tenancy_mw.openapi.cull`
+    leaves out the admin calls of a public chain.  A path the two spell with other
+    parameter names is an error: the demo names its parameters as the library does.
+    """
+    theirs = {_template(path): path for path in fragment.get("paths", {})}
+    for path in own["paths"]:
+        other = theirs.get(_template(path), path)
+        if other != path:
+            raise ValueError("the demo's %s is the library's %s: name the parameters alike" % (path, other))
+    document = _flattened(openapi.merge(own, fragment))
+    _not_a_sibling(document, fragment)
+    return openapi.cull(document, app) if app is not None else document
 
 
 def _flattened(document: dict) -> dict:
-    """*document* with each path item's ``parameters`` moved into its operations (the library's
-    path items carry their own, and two different ``parameters`` of one path do not merge)."""
-    flat = copy.deepcopy(document)
-    for item in flat["paths"].values():
+    """*document* with each path item's ``parameters`` moved into its calls, a call's own of the same
+    name and place kept: what OpenAPI means, spelt out for generators (schemathesis) that read the
+    path's where the call overrides it."""
+
+    def key(parameter: dict) -> tuple[str, str]:
+        if "$ref" in parameter:
+            parameter = document["components"]["parameters"][parameter["$ref"].rsplit("/", 1)[1]]
+        return parameter["name"], parameter["in"]
+
+    for item in document["paths"].values():
         shared = item.pop("parameters", [])
         for method in [m for m in item if m in _METHODS]:
             own = item[method].get("parameters", [])
-            item[method]["parameters"] = shared + own
-    return flat
-
-
-def _parameter_key(parameter: dict, document: dict) -> tuple[str, str]:
-    if "$ref" in parameter:
-        parameter = document["components"]["parameters"][parameter["$ref"].rsplit("/", 1)[1]]
-    return parameter["in"], parameter["name"].lower() if parameter["in"] == "header" else parameter["name"]
-
-
-def _resolved(answer: dict, document: dict) -> dict:
-    """*answer*, or the reusable response its ``$ref`` names."""
-    while "$ref" in answer:
-        answer = document["components"]["responses"][answer["$ref"].rsplit("/", 1)[1]]
-    return answer
-
-
-def _combined_answer(ours: dict, theirs: dict, document: dict) -> dict:
-    """One status both describe (the demo's and a filter's): ours, a body valid against either
-    schema, each header required only where both require it."""
-    answer = copy.deepcopy(ours)
-    content = copy.deepcopy(theirs.get("content", {}))
-    content.update(copy.deepcopy(ours.get("content", {})))  # each media type either describes
-    our_body = ours.get("content", {}).get(_JSON, {}).get("schema")
-    their_body = theirs.get("content", {}).get(_JSON, {}).get("schema")
-    if our_body is not None and their_body is not None and our_body != their_body:
-        content[_JSON]["schema"] = {"anyOf": [our_body, their_body]}
-    if content:
-        answer["content"] = content
-
-    def header(value: dict) -> dict:
-        while "$ref" in value:
-            value = document["components"]["headers"][value["$ref"].rsplit("/", 1)[1]]
-        return value
-
-    ours_headers = {name.lower(): (name, header(value)) for name, value in ours.get("headers", {}).items()}
-    theirs_headers = {name.lower(): (name, header(value)) for name, value in theirs.get("headers", {}).items()}
-    combined = {}
-    for key in sorted(set(ours_headers) | set(theirs_headers)):
-        name, value = ours_headers.get(key) or theirs_headers[key]
-        both = key in ours_headers and key in theirs_headers
-        required = (
-            both and ours_headers[key][1].get("required", False) and theirs_headers[key][1].get("required", False)
-        )
-        combined[name] = dict(value, required=bool(required))
-    if combined:
-        answer["headers"] = combined
-    return answer
-
-
-def _combined(ours: dict, theirs: dict, document: dict, path_level: list) -> dict:
-    """A call both describe (the servers list and create, the tag API): the library's parameters and
-    answers (the filters'), the demo's where the demo knows better (its bodies, its statuses)."""
-    operation = copy.deepcopy(theirs)
-    operation["operationId"] = ours["operationId"]  # the demo's links name it
-    operation["summary"] = ours.get("summary", operation.get("summary"))
-    known = {_parameter_key(p, document) for p in operation.get("parameters", []) + path_level}
-    operation["parameters"] = operation.get("parameters", []) + [
-        p for p in ours.get("parameters", []) if _parameter_key(p, document) not in known
-    ]
-    answers = operation.setdefault("responses", {})
-    for status, answer in ours["responses"].items():
-        theirs_answer = answers.get(status)
-        if theirs_answer is None:
-            answers[status] = answer
-        else:
-            answers[status] = _combined_answer(
-                _resolved(answer, document), _resolved(theirs_answer, document), document
-            )
-    if any(status.startswith("2") for status in ours["responses"]):
-        answers.pop("default", None)  # the service's own answers are described
-    if "requestBody" in ours:
-        operation["requestBody"] = ours["requestBody"]
-    return operation
-
-
-def complete_document(own: dict, fragment: dict, cullers: list = ()) -> dict:
-    """*own* (the demo's) merged with *fragment* (the library's), without what *cullers* refuse.
-
-    :func:`tenancy_mw.openapi.merge` refuses two descriptions of one call: a call both
-    describe (the servers list and create, the tag API) is taken out of *own*, merged,
-    then completed with the demo's answers (:func:`_combined`).  Where the library's path
-    item has path-level parameters (the ``id_resolver`` routes' ``{id}``), they replace the
-    demo's own of the same name.  A path the two spell with other parameter names is an
-    error: the demo names its parameters as the library does.
-    """
-    own = _flattened(own)
-    theirs = fragment.get("paths", {})
-    by_template = {_template(path): path for path in theirs}
-    shared = {}
-    for path in list(own["paths"]):
-        other = by_template.get(_template(path))
-        if other is None:
-            continue
-        if other != path:
-            raise ValueError("the demo's %s is the library's %s: name the parameters alike" % (path, other))
-        item = own["paths"][path]
-        path_level = theirs[path].get("parameters", [])
-        their_keys = {_parameter_key(p, fragment) for p in path_level}
-        for method in [m for m in item if m in _METHODS]:
-            item[method]["parameters"] = [
-                p for p in item[method]["parameters"] if _parameter_key(p, own) not in their_keys
-            ]
-            if method in theirs[path]:
-                shared[(path, method)] = item.pop(method)
-        if not any(m in item for m in _METHODS):
-            del own["paths"][path]
-    document = openapi.merge(own, fragment)
-    for (path, method), ours in shared.items():
-        path_level = document["paths"][path].get("parameters", [])
-        document["paths"][path][method] = _combined(ours, document["paths"][path][method], document, path_level)
-    _not_a_sibling(document)
-    return _without_culled(document, list(cullers))
+            listed = {key(p) for p in own}
+            item[method]["parameters"] = [p for p in shared if key(p) not in listed] + own
+    return document
 
 
 def _without_words(schema: dict, words: list) -> dict:
-    """*schema* that no longer admits *words*: taken out of its ``enum`` alternatives (where a
-    generator reads them), and refused by a ``not`` besides."""
-    narrowed = copy.deepcopy(schema)
-    alternatives = narrowed.get("anyOf")
-    if isinstance(alternatives, list):
-        for alternative in alternatives:
-            if isinstance(alternative.get("enum"), list):
-                alternative["enum"] = [value for value in alternative["enum"] if value not in words]
-        narrowed["anyOf"] = [a for a in alternatives if a.get("enum", True) != []]
+    """*schema* that no longer admits *words*: taken out of its ``enum`` alternatives, however
+    deep in ``anyOf``/``allOf`` (where a generator reads them), and refused by a ``not`` where it
+    may still admit them (a schema whose patterns match none of them is left as it is: a ``not``
+    would only show a generator a value to send as a wrong one)."""
+    narrowed = _without_enum_words(copy.deepcopy(schema), words)
+    patterns = re.findall(r'"pattern": "((?:[^"\\]|\\.)*)"', json.dumps(narrowed))
+    if patterns and "enum" not in json.dumps(narrowed):
+        if not any(re.search(json.loads('"%s"' % pattern), word) for pattern in patterns for word in words):
+            return narrowed
     return {"allOf": [narrowed, {"not": {"enum": words}}]}
 
 
-def _not_a_sibling(document: dict) -> None:
-    """A path-level parameter never takes a value that is a sibling route's literal segment.
+def _without_enum_words(schema: dict, words: list) -> dict:
+    if isinstance(schema.get("enum"), list):
+        schema["enum"] = [value for value in schema["enum"] if value not in words]
+    for combinator in ("anyOf", "allOf", "oneOf"):
+        if isinstance(schema.get(combinator), list):
+            parts = [_without_enum_words(part, words) for part in schema[combinator]]
+            # An alternative left with no value is no alternative (in allOf it would admit nothing: kept).
+            schema[combinator] = [p for p in parts if p.get("enum", True) != []] if combinator != "allOf" else parts
+    return schema
+
+
+def _not_a_sibling(document: dict, fragment: dict) -> None:
+    """A path parameter of the library's routes never takes a value that is a sibling route's literal segment.
 
     ``/v2.1/os-hypervisors/{id}`` where ``/v2.1/os-hypervisors/detail`` is another route:
     ``detail`` reaches the list, not a hypervisor (a client or a fuzzer that takes the
-    id's schema for the whole truth sends it and gets a list).  Each operation overrides
-    the parameter with its schema less those words.
+    id's schema for the whole truth sends it and gets a list).  Each call's parameter
+    (the path's are in the calls: :func:`_flattened`) takes its schema less those words,
+    where *fragment* (the library's) lists it on the path: the ``id_resolver`` routes, whose
+    ids take the words a service routes elsewhere.  The demo's own ids are uuids.
     """
+    library = {
+        (path, parameter.get("name"))
+        for path, item in fragment.get("paths", {}).items()
+        for parameter in item.get("parameters", [])
+    }
     split = {path: path.split("/") for path in document["paths"]}
     for path, item in document["paths"].items():
-        for parameter in item.get("parameters", []):
-            if "$ref" in parameter or parameter.get("in") != "path":
-                continue
-            at = split[path].index("{%s}" % parameter["name"])
-            siblings = sorted(
-                other[at]
-                for other in split.values()
-                if len(other) == len(split[path])
-                and not other[at].startswith("{")
-                and all(a == b for n, (a, b) in enumerate(zip(other, split[path], strict=True)) if n != at)
-            )
-            if not siblings:
-                continue
-            narrowed = dict(parameter, schema=_without_words(parameter.get("schema", {}), siblings))
-            for method in [m for m in item if m in _METHODS]:
-                item[method]["parameters"] = [
-                    p for p in item[method].get("parameters", []) if p.get("name") != parameter["name"]
-                ] + [narrowed]
+        for method in [m for m in item if m in _METHODS]:
+            parameters = item[method].get("parameters", [])
+            for n, parameter in enumerate(parameters):
+                if "$ref" in parameter or parameter.get("in") != "path" or (path, parameter["name"]) not in library:
+                    continue
+                at = split[path].index("{%s}" % parameter["name"])
+                siblings = sorted(
+                    other[at]
+                    for other in split.values()
+                    if len(other) == len(split[path])
+                    and not other[at].startswith("{")
+                    and all(a == b for i, (a, b) in enumerate(zip(other, split[path], strict=True)) if i != at)
+                )
+                if siblings:
+                    parameters[n] = dict(parameter, schema=_without_words(parameter.get("schema", {}), siblings))
 
 
 def endpoint_document(app) -> dict:
@@ -967,16 +853,20 @@ def endpoint_document(app) -> dict:
     one version, so the paths name it (no ``{version}`` parameter).  Every operation an
     ``admin_cull`` in the chain refuses is left out (:func:`complete_document`).
     """
-    from tenancy_mw.cull.filter import AdminCull
     from tenancy_mw.tenants.admin.filter import TenantAdmin
 
-    chain = list(_chain(app))
+    chain, seen = [], set()
+    while app is not None and id(app) not in seen:
+        seen.add(id(app))
+        chain.append(app)
+        app = getattr(app, "application", None)
     error_format = next((a.error_format for a in chain if type(a).__name__ == "DemoCompute"), "api-wg")
     admin_api = any(isinstance(a, TenantAdmin) and a.admin_api for a in chain)
-    cullers = [a for a in chain if isinstance(a, AdminCull)]
-    fragment = openapi.describe_pipeline(app, tag_collections=("servers",), prefix=_V)
+    fragment = openapi.describe_pipeline(
+        chain[0], tag_collections=("servers",), prefix=_V, tag_error_format=error_format
+    )
     own = demo_document(error_format, tenant_version_document=not admin_api)
-    return complete_document(own, fragment, cullers)
+    return complete_document(own, fragment, chain[0])
 
 
 class OpenApiFilter:

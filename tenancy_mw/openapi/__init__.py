@@ -52,7 +52,7 @@ from tenancy_mw.openapi import (
 )
 from tenancy_mw.openapi._build import Context, Operation, component_schemas, render
 
-__all__ = ["OPENAPI_VERSION", "describe_pipeline", "merge"]
+__all__ = ["OPENAPI_VERSION", "cull", "describe_pipeline", "merge"]
 
 #: The OpenAPI version of every fragment.
 OPENAPI_VERSION = "3.1.0"
@@ -201,51 +201,82 @@ def describe_pipeline(
 def merge(document: dict, *fragments: dict) -> dict:
     """A new document: *document* with the paths and components of *fragments* added.
 
-    A call both describe is merged, so a service's own description of its
-    list gains the tag query parameters and the filters' answers: the
-    parameters (by name and place) and the answers (by status) of both are
-    kept; the document's own ``summary``, ``operationId``, ``requestBody``
-    and ``default`` answer win (a fragment's ``default`` only stands for
-    "the service's own answer").  One parameter, one status or one
-    component that two of them describe differently raises
-    :class:`ValueError` naming it; the same description twice is fine (a
-    service's two pipelines give the same components).  Fragments are
-    OpenAPI 3.1: a *document* of another version is refused.
+    A call both describe (the service's list, say, which ``tag_query``
+    guards) is merged, so the service's own description gains what the
+    filters add:
+
+    - parameters by name and place; one both describe takes a value that
+      satisfies both schemas (the filter checks it before the service sees
+      it), whether the fragment lists it on the path or on the call;
+    - answers by status; one status both describe has either body (an
+      ``anyOf`` of the two schemas) and each header, required only where
+      both require it;
+    - the document's ``operationId``, ``summary``, ``description``,
+      ``requestBody`` and ``tags`` are kept, and a fragment's ``default``
+      answer, which only stands for "the service's own answer", is left
+      out: the document describes the service's answers.
+
+    A component both name, or another key both set, with two different
+    values raises :class:`ValueError` naming it; the same description twice
+    is fine (a service's two pipelines give the same components).  The
+    fragments are OpenAPI 3.1: a *document* of another version is refused.
 
     Example::
 
         >>> own = {"openapi": "3.1.0", "paths": {"/a": {"get": {"responses": {"200": {"description": "A."}}}}}}
-        >>> added = {"paths": {"/a": {"get": {"responses": {"400": {"description": "Bad tag."}}}}}}
+        >>> added = {"paths": {"/a": {"get": {"responses": {"400": {"description": "Bad tag."},
+        ...                                                 "default": {"description": "The service's."}}}}}}
         >>> sorted(merge(own, added)["paths"]["/a"]["get"]["responses"])
         ['200', '400']
-        >>> merge(own, {"paths": {"/a": {"get": {"responses": {"200": {"description": "B."}}}}}})
+        >>> one, other = ({"components": {"schemas": {"Tag": schema}}} for schema in ({}, {"type": "string"}))
+        >>> merge(own, one, other)
         Traceback (most recent call last):
         ...
-        ValueError: answer 200 of GET /a is described differently in two documents
+        ValueError: components/schemas/Tag is described differently in two documents
     """
     version = document.get("openapi", OPENAPI_VERSION)
     if not str(version).startswith("3.1."):
         raise ValueError("the document is OpenAPI %s; the fragments are OpenAPI %s" % (version, OPENAPI_VERSION))
     merged = copy.deepcopy(document)
     for fragment in fragments:
-        for path, item in fragment.get("paths", {}).items():
-            target = merged.setdefault("paths", {}).setdefault(path, {})
-            for key, value in item.items():
-                if key in _METHODS:
-                    target[key] = _merged_operation(target.get(key), value, "%s %s" % (key.upper(), path))
-                elif key == "parameters":
-                    target[key] = _merged_parameters(target.get(key, []), value, "path %s" % path)
-                else:
-                    _add(target, key, value, "the %s of %s" % (key, path))
+        # Components first: an answer of the fragment may refer to one of them.
         for section, entries in fragment.get("components", {}).items():
             target = merged.setdefault("components", {}).setdefault(section, {})
             for name, value in entries.items():
                 _add(target, name, value, "components/%s/%s" % (section, name))
+        for path, item in fragment.get("paths", {}).items():
+            _merge_path_item(merged, path, item)
     return merged
 
 
 # The keys of an operation the service's own description keeps when a fragment describes the call too.
-_SERVICE_KEYS = frozenset({"summary", "description", "operationId", "requestBody", "tags", "deprecated"})
+_SERVICE_KEYS = frozenset({"summary", "description", "operationId", "requestBody", "tags"})
+
+
+def _merge_path_item(merged: dict, path: str, item: dict) -> None:
+    """Add the fragment's path *item* to *merged*'s *path*."""
+    target = merged.setdefault("paths", {}).setdefault(path, {})
+    path_parameters = item.get("parameters", [])
+    for key, value in item.items():
+        if key in _METHODS:
+            target[key] = _merged_operation(merged, target.get(key), value, "%s %s" % (key.upper(), path))
+        elif key == "parameters":
+            target[key] = _merged_parameters(target.get(key, []), value)
+        else:
+            _add(target, key, value, "the %s of %s" % (key, path))
+    # A call listing one of the fragment's path parameters overrides the path's: it must take
+    # only what the fragment's takes too.
+    for method in [m for m in target if m in _METHODS]:
+        own = target[method].get("parameters", [])
+        listed = {_key(p) for p in own}
+        overridden = [p for p in path_parameters if _key(p) in listed]
+        if overridden:
+            target[method]["parameters"] = _merged_parameters(own, overridden)
+
+
+def _key(parameter: dict) -> tuple:
+    """What names a parameter: its name and where it is (``path``, ``query``, ``header``)."""
+    return parameter.get("name"), parameter.get("in")
 
 
 def _add(target: dict, key: str, value: Any, what: str) -> None:
@@ -255,35 +286,146 @@ def _add(target: dict, key: str, value: Any, what: str) -> None:
     target[key] = copy.deepcopy(value)
 
 
-def _merged_operation(own: dict | None, added: dict, what: str) -> dict:
+def _merged_operation(merged: dict, own: dict | None, added: dict, what: str) -> dict:
     """The operation *own* (the document's, may be ``None``) with what the fragment's *added* lists."""
     if own is None:
         return copy.deepcopy(added)
-    merged = copy.deepcopy(own)
+    operation = copy.deepcopy(own)
     for key, value in added.items():
         if key == "parameters":
-            merged[key] = _merged_parameters(merged.get(key, []), value, what)
+            operation[key] = _merged_parameters(operation.get(key, []), value)
         elif key == "responses":
-            responses = merged.setdefault("responses", {})
+            answers = operation.setdefault("responses", {})
             for status, answer in value.items():
-                if status == "default" and "default" in responses:
-                    continue  # the service's own
-                _add(responses, status, answer, "answer %s of %s" % (status, what))
-        elif key not in _SERVICE_KEYS or key not in merged:
-            _add(merged, key, value, "the %s of %s" % (key, what))
-    return merged
+                if status == "default":
+                    continue  # stands for the service's own answers, which the document describes
+                answers[status] = _merged_answer(merged, answers[status], answer) if status in answers else answer
+        elif key not in _SERVICE_KEYS or key not in operation:
+            _add(operation, key, value, "the %s of %s" % (key, what))
+    return operation
 
 
-def _merged_parameters(own: list, added: list, what: str) -> list:
-    """*own* with the parameters of *added* it lacks; one both list differently is a clash."""
+def _merged_parameters(own: list, added: list) -> list:
+    """*own* with the parameters of *added*; one both list takes what both schemas take."""
     merged = copy.deepcopy(own)
-    by_key = {(p.get("name"), p.get("in")): p for p in merged if isinstance(p, dict)}
+    at = {_key(p): n for n, p in enumerate(merged)}
     for parameter in added:
-        key = (parameter.get("name"), parameter.get("in"))
-        if key in by_key:
-            if by_key[key] != parameter:
-                raise ValueError("parameter %s (%s) of %s is described differently in two documents" % (*key, what))
+        key = _key(parameter)
+        if key not in at:
+            at[key] = len(merged)
+            merged.append(copy.deepcopy(parameter))
             continue
-        merged.append(copy.deepcopy(parameter))
-        by_key[key] = parameter
+        mine = merged[at[key]]
+        if mine != parameter:
+            schemas = [x.get("schema", {}) for x in (mine, parameter)]
+            combined = dict(mine, schema={"allOf": schemas} if schemas[0] != schemas[1] else schemas[0])
+            combined["required"] = bool(mine.get("required") or parameter.get("required"))
+            merged[at[key]] = combined
     return merged
+
+
+def _resolved(answer: dict, document: dict) -> dict:
+    """*answer*, or the reusable answer its ``$ref`` names in *document*'s components."""
+    while "$ref" in answer:
+        answer = document["components"]["responses"][answer["$ref"].rsplit("/", 1)[1]]
+    return answer
+
+
+def _header(value: dict, document: dict) -> dict:
+    while "$ref" in value:
+        value = document["components"]["headers"][value["$ref"].rsplit("/", 1)[1]]
+    return value
+
+
+def _merged_answer(merged: dict, own: dict, added: dict) -> dict:
+    """One status both describe: the service may answer it or a filter: either body, either's headers."""
+    own, added = _resolved(own, merged), _resolved(added, merged)
+    if own == added:
+        return copy.deepcopy(own)
+    answer = copy.deepcopy(own)
+    if added.get("description") and added["description"] != own.get("description"):
+        answer["description"] = "%s Or: %s" % (own.get("description", ""), added["description"])
+    content = copy.deepcopy(added.get("content", {}))
+    for media, body in own.get("content", {}).items():
+        theirs = content.get(media, {}).get("schema")
+        mine = body.get("schema")
+        content[media] = copy.deepcopy(body)
+        if theirs is not None and mine is not None and theirs != mine:
+            content[media]["schema"] = {"anyOf": [mine, theirs]}
+    if content:
+        answer["content"] = content
+    mine_headers = {name.lower(): (name, _header(h, merged)) for name, h in own.get("headers", {}).items()}
+    their_headers = {name.lower(): (name, _header(h, merged)) for name, h in added.get("headers", {}).items()}
+    headers = {}
+    for key in sorted(set(mine_headers) | set(their_headers)):
+        name, value = mine_headers.get(key) or their_headers[key]
+        both = key in mine_headers and key in their_headers
+        required = both and mine_headers[key][1].get("required", False) and their_headers[key][1].get("required", False)
+        headers[name] = dict(value, required=bool(required))
+    if headers:
+        answer["headers"] = headers
+    links = dict(added.get("links", {}), **own.get("links", {}))
+    if links:
+        answer["links"] = links
+    return answer
+
+
+def cull(document: dict, app: Any) -> dict:
+    """A new *document* without the calls an ``admin_cull`` filter of *app*'s chain refuses.
+
+    A public endpoint's document: describe the whole service (the
+    service's own document merged with :func:`describe_pipeline`), then
+    leave out what that endpoint's ``admin_cull`` answers ``404`` or
+    ``403``.  Each call is judged by the filter itself, on a path made
+    from its template (cull rules decide on a path's shape, not on the
+    values in it; a ``{version}`` segment is read as ``v1``).  A link to a
+    call left out goes too.
+
+    Example::
+
+        >>> from tenancy_mw.cull.filter import AdminCull
+        >>> public = AdminCull(lambda environ, start_response: [], {"rules": "DELETE /{version}/os-services/*"})
+        >>> full = {"openapi": "3.1.0", "paths": {"/{version}/os-services/{id}": {
+        ...     "get": {"responses": {"200": {"description": "A service."}}},
+        ...     "delete": {"responses": {"204": {"description": "Deleted."}}}}}}
+        >>> sorted(cull(full, public)["paths"]["/{version}/os-services/{id}"])
+        ['get']
+    """
+    cullers = [middleware for _, middleware in _chain(app)[0] if middleware.opt_group == "admin_cull"]
+    kept = copy.deepcopy(document)
+    for path, item in list(kept.get("paths", {}).items()):
+        for method in [m for m in item if m in _METHODS]:
+            if any(_refuses(culler, method, path) for culler in cullers):
+                del item[method]
+        if not any(m in item for m in _METHODS):
+            del kept["paths"][path]
+    kept_ids = {
+        op.get("operationId") for item in kept.get("paths", {}).values() for m, op in item.items() if m in _METHODS
+    }
+    for item in kept.get("paths", {}).values():
+        for method in [m for m in item if m in _METHODS]:
+            for answer in item[method].get("responses", {}).values():
+                links = answer.get("links")
+                if links is None:
+                    continue
+                answer["links"] = {name: link for name, link in links.items() if link.get("operationId") in kept_ids}
+                if not answer["links"]:
+                    del answer["links"]
+    return kept
+
+
+def _refuses(culler: Any, method: str, path: str) -> bool:
+    """Whether the ``admin_cull`` *culler* refuses *method* on a path of the template *path*."""
+    # describe_pipeline names the version segment {version}; any other segment is a value.
+    sample = re.sub(r"\{([^}]+)\}", lambda m: "v1" if m.group(1) == "version" else "x1", path)
+    environ = {
+        "REQUEST_METHOD": method.upper(),
+        "SCRIPT_NAME": "",
+        "PATH_INFO": sample,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "localhost",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+    }
+    return culler.judge(environ) is not None

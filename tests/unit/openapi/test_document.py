@@ -18,7 +18,7 @@ from tenancy_mw import migrations
 from tenancy_mw.cull.filter import AdminCull
 from tenancy_mw.idempotency import Idempotency
 from tenancy_mw.idempotency.filter import REPLAYED_HEADER
-from tenancy_mw.openapi import OPENAPI_VERSION, describe_pipeline, merge
+from tenancy_mw.openapi import OPENAPI_VERSION, cull, describe_pipeline, merge
 from tenancy_mw.openapi._build import component_schemas
 from tenancy_mw.openapi._idempotency import REPLAYED_HEADER as DESCRIBED_REPLAYED_HEADER
 from tenancy_mw.tags.filter import TagQueryFilter
@@ -197,20 +197,16 @@ def test_the_filters_behind_a_middleware_keeping_app_are_described():
     assert "tags-any" in {parameter["name"] for parameter in listing["get"]["parameters"]}
 
 
-def test_merge_adds_fragments_and_refuses_a_call_described_twice_differently():
+def test_merge_adds_fragments_and_refuses_a_component_described_twice_differently():
     base = {"openapi": OPENAPI_VERSION, "info": {"title": "s", "version": "1"}, "paths": {"/x": {"get": {}}}}
     fragment = describe_pipeline(TenantPath(TagQueryFilter(service, {}), {}), tag_collections=("servers",))
     merged = merge(base, fragment, fragment)  # the same fragment twice: the same descriptions
     assert "/x" in merged["paths"]
     assert "/{version}/{tenant_id}/servers" in merged["paths"]
+    assert merged["paths"]["/{version}/{tenant_id}/servers"] == fragment["paths"]["/{version}/{tenant_id}/servers"]
     assert base["paths"] == {"/x": {"get": {}}}  # not changed
-    other = describe_pipeline(
-        TenantPath(TagQueryFilter(service, {"error_format": "nova"}), {}), tag_collections=("servers",)
-    )
-    with pytest.raises(ValueError, match=r"answer 400 of GET /\{version\}/\{tenant_id\}/servers is described differ"):
-        merge(merged, other)
     clashing = {"components": {"schemas": {"Tag": {"type": "integer"}}}}
-    with pytest.raises(ValueError, match="components/schemas/Tag"):
+    with pytest.raises(ValueError, match="components/schemas/Tag is described differently"):
         merge(merged, clashing)
     with pytest.raises(ValueError, match="the document is OpenAPI 3.0.3"):
         merge(dict(base, openapi="3.0.3"), fragment)
@@ -219,28 +215,63 @@ def test_merge_adds_fragments_and_refuses_a_call_described_twice_differently():
 def test_merge_adds_the_filters_parameters_and_answers_to_the_services_own_call():
     """The service describes its list; the fragment adds the tag query and the filters' answers to it."""
     path = "/{version}/{tenant_id}/servers"
+    own_bad_request = {
+        "description": "The service's own refusal.",
+        "content": {"application/json": {"schema": {"type": "object", "required": ["badRequest"]}}},
+    }
     own_listing = {
         "operationId": "listServers",
-        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer"}}],
-        "responses": {"200": {"description": "The servers."}, "default": {"description": "The service's errors."}},
+        "parameters": [
+            {"name": "limit", "in": "query", "schema": {"type": "integer"}},
+            {"name": "tags", "in": "query", "schema": {"maxLength": 1000}},
+        ],
+        "responses": {
+            "200": {"description": "The servers."},
+            "400": own_bad_request,
+            "default": {"description": "The service's errors."},
+        },
     }
     own = {"openapi": OPENAPI_VERSION, "info": {"title": "s", "version": "1"}, "paths": {path: {"get": own_listing}}}
     fragment = describe_pipeline(TenantPath(TagQueryFilter(service, {}), {}), tag_collections=("servers",))
-    listing = merge(own, fragment)["paths"][path]["get"]
+    document = merge(own, fragment)
+    validate(document)
+    listing = document["paths"][path]["get"]
     assert listing["operationId"] == "listServers"  # the service's own
     assert listing["responses"]["200"] == own_listing["responses"]["200"]
     assert listing["responses"]["default"] == own_listing["responses"]["default"]
-    assert "400" in listing["responses"]  # a bad tag query, answered by tag_query
+    # A bad tag query (tag_query's answer) or the service's own refusal: either body.
+    either = listing["responses"]["400"]["content"]["application/json"]["schema"]["anyOf"]
+    theirs = fragment["paths"][path]["get"]["responses"]["400"]["content"]["application/json"]["schema"]
+    assert either == [own_bad_request["content"]["application/json"]["schema"], theirs]
     names = [parameter["name"] for parameter in listing["parameters"]]
-    assert names[0] == "limit"
-    assert {"tags", "tags-any", "not-tags", "not-tags-any"} <= set(names)
+    assert names[:2] == ["limit", "tags"]
+    assert {"tags-any", "not-tags", "not-tags-any"} <= set(names)
     assert len(names) == len(set(names))  # nothing listed twice
-    validate(merge(own, fragment))
-    clashing = {
-        "paths": {path: {"get": {"parameters": [{"name": "tags", "in": "query", "schema": {"type": "integer"}}]}}}
+    # tags: both describe it, so a value must satisfy both (tag_query checks it before the service).
+    (tags,) = [parameter for parameter in listing["parameters"] if parameter["name"] == "tags"]
+    (their_tags,) = [p for p in fragment["paths"][path]["get"]["parameters"] if p["name"] == "tags"]
+    assert tags["schema"] == {"allOf": [{"maxLength": 1000}, their_tags["schema"]]}
+    # The fragment's default stands for the service's answers: with no service description, it stays.
+    assert "default" in merge({"openapi": OPENAPI_VERSION}, fragment)["paths"][path]["get"]["responses"]
+    without_default = dict(own_listing, responses={"200": {"description": "The servers."}})
+    only_own = merge(dict(own, paths={path: {"get": without_default}}), fragment)
+    assert "default" not in only_own["paths"][path]["get"]["responses"]
+
+
+def test_cull_leaves_out_what_the_public_admin_cull_refuses_and_the_links_to_it():
+    rules = "DELETE /{version}/os-services/*"
+    public = TenantPath(AdminCull(service, {"rules": rules}), {})
+    get = {"operationId": "showService", "responses": {"200": {"description": "A service."}}}
+    delete = {"operationId": "deleteService", "responses": {"204": {"description": "Deleted."}}}
+    get["responses"]["200"]["links"] = {
+        "delete": {"operationId": "deleteService"},
+        "show": {"operationId": "showService"},
     }
-    with pytest.raises(ValueError, match=r"parameter tags \(query\) of GET"):
-        merge(merge(own, fragment), clashing)
+    document = {"openapi": OPENAPI_VERSION, "paths": {"/{version}/os-services/{id}": {"get": get, "delete": delete}}}
+    kept = cull(document, public)["paths"]["/{version}/os-services/{id}"]
+    assert sorted(kept) == ["get"]
+    assert kept["get"]["responses"]["200"]["links"] == {"show": {"operationId": "showService"}}
+    assert cull(document, TenantPath(service, {})) == document  # no admin_cull: nothing culled
 
 
 SAMPLE_IDS = ["acme", "Bob's Tenant", "∑∞", "∑" * 255, "x" * 255, "100%", "a.b", "...", "",
