@@ -210,7 +210,7 @@ DOC_PROGRAMS := dot:graphviz
 BROWSER_PROGRAMS := chromium:chromium
 SPHINX_BUILD = $(BIN)/sphinx-build -W --keep-going -q
 # The pages docs-check opens: the index and one filter page.
-DOCS_CHECK_PAGES := index.html tenant_path.html
+DOCS_CHECK_PAGES := index.html tenant_path.html openapi.html demo-openapi.html
 
 .PHONY: docs docs-check releasenotes cover
 

@@ -60,30 +60,54 @@ class NoGitReleaseNotes(Directive):
         return [nodes.paragraph(text=text)]
 
 
-class OpenAPIExample(Directive):
-    """``.. openapi-example::``: the OpenAPI document of doc/openapi_example.py, made at build time.
+def _rendered(document: dict) -> list[nodes.Node]:
+    """A list of *document*'s calls with the statuses each answers, then the whole document as JSON."""
+    calls = nodes.bullet_list()
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue  # a path item's parameters
+            line = nodes.paragraph()
+            line += nodes.literal(text="%s %s" % (method.upper(), path))
+            summary = operation.get("summary", operation.get("operationId", ""))
+            line += nodes.Text(": %s (%s)" % (summary, ", ".join(operation["responses"])))
+            calls += nodes.list_item("", line)
+    text = json.dumps(document, indent=1, ensure_ascii=False, sort_keys=True)
+    # Not highlighted: a highlighted document of this size is megabytes of markup.
+    return [calls, nodes.literal_block(text, text, language="none")]
 
-    A list of the calls with the statuses each answers, then the whole document as JSON.
-    """
+
+class OpenAPIExample(Directive):
+    """``.. openapi-example::``: the OpenAPI document of doc/openapi_example.py, made at build time."""
 
     def run(self) -> list[nodes.Node]:
         import openapi_example
 
-        document = openapi_example.document()
-        calls = nodes.bullet_list()
-        for path, item in document["paths"].items():
-            for method, operation in item.items():
-                line = nodes.paragraph()
-                line += nodes.literal(text="%s %s" % (method.upper(), path))
-                line += nodes.Text(": %s (%s)" % (operation["summary"], ", ".join(operation["responses"])))
-                calls += nodes.list_item("", line)
-        text = json.dumps(document, indent=1, ensure_ascii=False)
-        block = nodes.literal_block(text, text, language="json")
-        return [calls, block]
+        return _rendered(openapi_example.document())
+
+
+class DemoOpenAPI(Directive):
+    """``.. demo-openapi:: public`` (or ``admin``): the document that endpoint of the demo serves at
+    ``/openapi.json``, made at build time from examples/api-paste.ini (SQLite files in a temporary folder)."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        import tempfile
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+        try:
+            from demo_compute.openapi import documents
+        finally:
+            sys.path.pop(0)
+        with tempfile.TemporaryDirectory() as state:
+            return _rendered(documents(state)[self.arguments[0]])
 
 
 def setup(app):  # noqa: ANN001, ANN201 - Sphinx's hook
-    """Add ``openapi-example``; stand in for reno's directive in a tree without git history (an unpacked sdist)."""
+    """Add ``openapi-example`` and ``demo-openapi``; stand in for reno's directive in a tree without git
+    history (an unpacked sdist)."""
     app.add_directive("openapi-example", OpenAPIExample)
+    app.add_directive("demo-openapi", DemoOpenAPI)
     if not HAS_GIT:
         app.add_directive("release-notes", NoGitReleaseNotes)

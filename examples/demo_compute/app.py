@@ -86,6 +86,7 @@ __all__ = [
     "MICROVERSION_KEY",
     "DemoCompute",
     "app_factory",
+    "close_pipeline",
 ]
 
 LOG = logging.getLogger(__name__)
@@ -465,3 +466,24 @@ def app_factory(global_conf: dict, **local_conf: str) -> DemoCompute:
         demo_cells.prepare()
         cells = cells_api.CellsApi(demo_cells)
     return DemoCompute(ServerStore(url), cells, settings.demo_compute.error_format)
+
+
+def close_pipeline(app) -> None:
+    """Close what a loaded pipeline opened (the demo's store and cells, the filters' registry and
+    lookups), following ``.application`` from *app*: for a pipeline loaded only to be read, as
+    the docs' build reads each endpoint's OpenAPI document."""
+    from tenancy_mw.tenants.admin.filter import TenantAdmin
+
+    seen = set()
+    while app is not None and id(app) not in seen:
+        seen.add(id(app))
+        cells_api = getattr(app, "cells_api", None)
+        for closable in (
+            getattr(app, "store", None),
+            getattr(app, "lookup", None),
+            getattr(cells_api, "cells", None),
+            app if isinstance(app, TenantAdmin) else None,
+        ):
+            if hasattr(closable, "close"):
+                closable.close()
+        app = getattr(app, "application", None)

@@ -42,6 +42,7 @@ __all__ = [
     "OpenApiFilter",
     "complete_document",
     "demo_document",
+    "documents",
     "endpoint_document",
     "filter_factory",
 ]
@@ -897,3 +898,57 @@ def filter_factory(global_conf: dict, **local_conf: str) -> Callable[[Callable],
     if local_conf:
         raise ValueError("demo_compute.openapi: no options, got %s" % ", ".join(sorted(local_conf)))
     return OpenApiFilter
+
+
+#: The environment variables that point the demo's databases at a folder (oslo.config's
+#: environment source, as examples/README.rst tells operators), by the file each names.
+_STATE_FILES = {
+    "OS_DEMO_COMPUTE__DATABASE_URL": "demo.sqlite",
+    "OS_IDEMPOTENCY__CONNECTION": "demo.sqlite",
+    "OS_TENANT_ADMIN__CONNECTION": "tenants.sqlite",
+}
+
+
+def documents(state_dir: str) -> dict[str, dict]:
+    """Each endpoint's complete document, ``{"public": ..., "admin": ...}``, as the demo serves them.
+
+    Loads examples/api-paste.ini's two pipelines, as ``make demo`` does, with their SQLite
+    files in *state_dir* (nothing is written to examples/state/); the Sphinx docs render
+    the result (``doc/conf.py``)::
+
+        >>> import tempfile
+        >>> found = documents(tempfile.mkdtemp())
+        >>> tenant = "/v2.1/{tenant_id}"  # the tenant admin API's PUT is the admin endpoint's only
+        >>> "put" in found["admin"]["paths"][tenant], "put" in found["public"]["paths"][tenant]
+        (True, False)
+    """
+    import os
+
+    from paste.deploy import loadapp
+
+    from demo_compute.app import close_pipeline
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def url(name: str) -> str:
+        return "sqlite:///" + os.path.join(state_dir, name)
+
+    settings = {key: url(name) for key, name in _STATE_FILES.items()}
+    settings["OS_ID_RESOLVER__CELLS"] = "cell1=%s, cell2=%s" % (url("cell1.sqlite"), url("cell2.sqlite"))
+    saved = {key: os.environ.get(key) for key in settings}
+    os.environ.update(settings)
+    try:
+        found = {}
+        for role, pipeline in (("public", "main"), ("admin", "admin")):
+            loaded = app = loadapp("config:" + os.path.join(here, "api-paste.ini"), name=pipeline)
+            while not isinstance(app, OpenApiFilter):
+                app = app.application
+            found[role] = app.document
+            close_pipeline(loaded)
+        return found
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import configparser
 import importlib
+import json
 import re
 from pathlib import Path
 
@@ -133,3 +134,28 @@ def test_browser_check_passes_a_rendered_page_and_fails_raw_rst(chromium, tmp_pa
     assert any("raw section underline" in p for p in problems), problems
     missing = browser.page_problems(browser.dump_dom(chromium, (tmp_path / "missing.html").as_uri()))
     assert any("did not load" in p for p in missing), missing
+
+
+def test_the_docs_render_each_demo_endpoints_document_whole(tmp_path, monkeypatch):
+    """``.. demo-openapi:: public|admin`` (doc/demo-openapi.rst) lists every call of the document that
+    endpoint serves, and holds the document itself, as the demo builds it."""
+    monkeypatch.syspath_prepend(str(REPO / "doc"))
+    monkeypatch.syspath_prepend(str(REPO / "examples"))
+    conf = importlib.import_module("conf")
+    from demo_compute.openapi import documents
+
+    page = (REPO / "doc" / "demo-openapi.rst").read_text()
+    served = documents(str(tmp_path))
+    for role in ("public", "admin"):
+        assert ".. demo-openapi:: %s" % role in page
+        calls, block = conf._rendered(served[role])
+        listed = [item.astext().split(":", 1)[0] for item in calls.children]
+        expected = [
+            "%s %s" % (method.upper(), path)
+            for path, item in served[role]["paths"].items()
+            for method in item
+            if method in ("get", "put", "post", "delete", "head", "patch")
+        ]
+        assert listed == expected
+        assert len(expected) > 10
+        assert json.loads(block.astext()) == served[role]
