@@ -121,18 +121,40 @@ def _method_variants(method: str) -> list[tuple[str, tuple, bytes, str, str]]:
     return out
 
 
+def rewrites(method: str, path: str, what: str, headers: tuple = (), body: bytes = b"") -> list[CorpusRequest]:
+    """*method path* as sent, then each path and method rewrite of it that still means it.
+
+    *headers* and *body* go with every rewrite (a rewrite's own body, a form
+    field say, replaces *body*; its own headers win over *headers* of the
+    same name), so a call that needs them (a JSON body, a microversion) is
+    still one the app would serve if it got it::
+
+        >>> [r.target for r in rewrites("GET", "/v2.1/os-hypervisors", "list")][:2]
+        ['/v2.1/os-hypervisors', '/v2.1/os-hypervisors/']
+    """
+
+    def with_base(own: tuple) -> tuple:
+        names = {name.lower() for name, _ in own}
+        return own + tuple((name, value) for name, value in headers if name.lower() not in names)
+
+    found = [CorpusRequest(method, path, what, headers, body)]
+    for variant, how in _path_variants(path):
+        found.append(CorpusRequest(method, variant, "%s, %s" % (what, how), headers, body))
+    for new_method, own_headers, own_body, query, how in _method_variants(method):
+        target = path
+        if query:
+            target = path + ("&" + query[1:] if "?" in path else query)
+        found.append(
+            CorpusRequest(new_method, target, "%s, %s" % (what, how), with_base(own_headers), own_body or body)
+        )
+    return found
+
+
 def admin_corpus() -> list[CorpusRequest]:
     """Every admin-aimed request: each admin call, each path and method rewrite."""
     corpus = []
     for method, path, what in ADMIN_CALLS:
-        corpus.append(CorpusRequest(method, path, what))
-        for variant, how in _path_variants(path):
-            corpus.append(CorpusRequest(method, variant, "%s, %s" % (what, how)))
-        for new_method, headers, body, query, how in _method_variants(method):
-            target = path
-            if query:
-                target = path + ("&" + query[1:] if "?" in path else query)
-            corpus.append(CorpusRequest(new_method, target, "%s, %s" % (what, how), headers, body))
+        corpus.extend(rewrites(method, path, what))
     # Some rewrites coincide (upper-casing a path with no letters): keep one of each.
     unique = {}
     for request in corpus:
