@@ -261,22 +261,32 @@ def _merge_path_item(merged: dict, path: str, item: dict) -> None:
         if key in _METHODS:
             target[key] = _merged_operation(merged, target.get(key), value, "%s %s" % (key.upper(), path))
         elif key == "parameters":
-            target[key] = _merged_parameters(target.get(key, []), value)
+            target[key] = _merged_parameters(merged, target.get(key, []), value)
         else:
             _add(target, key, value, "the %s of %s" % (key, path))
     # A call listing one of the fragment's path parameters overrides the path's: it must take
     # only what the fragment's takes too.
     for method in [m for m in target if m in _METHODS]:
         own = target[method].get("parameters", [])
-        listed = {_key(p) for p in own}
-        overridden = [p for p in path_parameters if _key(p) in listed]
+        listed = {_key(p, merged) for p in own}
+        overridden = [p for p in path_parameters if _key(p, merged) in listed]
         if overridden:
-            target[method]["parameters"] = _merged_parameters(own, overridden)
+            target[method]["parameters"] = _merged_parameters(merged, own, overridden)
 
 
-def _key(parameter: dict) -> tuple:
-    """What names a parameter: its name and where it is (``path``, ``query``, ``header``)."""
-    return parameter.get("name"), parameter.get("in")
+def _parameter(parameter: dict, document: dict) -> dict:
+    """*parameter*, or the reusable parameter its ``$ref`` names in *document*'s components."""
+    while "$ref" in parameter:
+        parameter = document["components"]["parameters"][parameter["$ref"].rsplit("/", 1)[1]]
+    return parameter
+
+
+def _key(parameter: dict, document: dict) -> tuple:
+    """What names a parameter: its name and where it is (``path``, ``query``, ``header``; a header's
+    name in any case)."""
+    parameter = _parameter(parameter, document)
+    name, place = parameter.get("name"), parameter.get("in")
+    return (name.lower() if place == "header" and isinstance(name, str) else name), place
 
 
 def _add(target: dict, key: str, value: Any, what: str) -> None:
@@ -293,7 +303,7 @@ def _merged_operation(merged: dict, own: dict | None, added: dict, what: str) ->
     operation = copy.deepcopy(own)
     for key, value in added.items():
         if key == "parameters":
-            operation[key] = _merged_parameters(operation.get(key, []), value)
+            operation[key] = _merged_parameters(merged, operation.get(key, []), value)
         elif key == "responses":
             answers = operation.setdefault("responses", {})
             for status, answer in value.items():
@@ -305,22 +315,23 @@ def _merged_operation(merged: dict, own: dict | None, added: dict, what: str) ->
     return operation
 
 
-def _merged_parameters(own: list, added: list) -> list:
-    """*own* with the parameters of *added*; one both list takes what both schemas take."""
+def _merged_parameters(document: dict, own: list, added: list) -> list:
+    """*own* with the parameters of *added*; one both list takes what both schemas take (a ``$ref``
+    of *document*'s components is read where it points)."""
     merged = copy.deepcopy(own)
-    at = {_key(p): n for n, p in enumerate(merged)}
+    at = {_key(p, document): n for n, p in enumerate(merged)}
     for parameter in added:
-        key = _key(parameter)
+        key = _key(parameter, document)
         if key not in at:
             at[key] = len(merged)
             merged.append(copy.deepcopy(parameter))
             continue
-        mine = merged[at[key]]
-        if mine != parameter:
-            schemas = [x.get("schema", {}) for x in (mine, parameter)]
+        mine, theirs = _parameter(merged[at[key]], document), _parameter(parameter, document)
+        if mine != theirs:
+            schemas = [x.get("schema", {}) for x in (mine, theirs)]
             combined = dict(mine, schema={"allOf": schemas} if schemas[0] != schemas[1] else schemas[0])
-            combined["required"] = bool(mine.get("required") or parameter.get("required"))
-            merged[at[key]] = combined
+            combined["required"] = bool(mine.get("required") or theirs.get("required"))
+            merged[at[key]] = copy.deepcopy(combined)
     return merged
 
 

@@ -395,3 +395,29 @@ def test_the_tag_apis_errors_are_described_in_the_format_the_service_gives_it():
         assert shape in answer, (error_format, answer)
     with pytest.raises(ValueError, match="tag_error_format 'xml' is none of api-wg, nova"):
         describe_pipeline(pipeline, tag_collections=("servers",), tag_error_format="xml")
+
+
+def test_merge_reads_a_referenced_parameter():
+    """A service's ``$ref`` to its own parameter and the fragment's inline one of the same name are one
+    parameter (listed twice, the document would be invalid OpenAPI)."""
+    path = "/{version}/{tenant_id}/servers"
+    tenant = {"name": "tenant_id", "in": "path", "required": True, "schema": {"enum": ["acme", "fuzz"]}}
+    own = {
+        "openapi": OPENAPI_VERSION,
+        "info": {"title": "s", "version": "1"},
+        "paths": {
+            path: {
+                "get": {
+                    "parameters": [{"$ref": "#/components/parameters/Tenant"}],
+                    "responses": {"200": {"description": "The servers."}},
+                }
+            }
+        },
+        "components": {"parameters": {"Tenant": tenant}},
+    }
+    fragment = describe_pipeline(TenantPath(TagQueryFilter(service, {}), {}), tag_collections=("servers",))
+    document = merge(own, fragment)
+    validate(document)
+    parameters = document["paths"][path]["get"]["parameters"]
+    (tenant_id,) = [p for p in parameters if p.get("name") == "tenant_id" or "$ref" in p]
+    assert {"enum": ["acme", "fuzz"]} in tenant_id["schema"]["allOf"]  # the service's values, within the filter's
