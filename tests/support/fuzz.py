@@ -40,6 +40,8 @@ CHECKS = (
 #: Environment variables the hooks module reads (set by :func:`run_schemathesis`).
 STATE_FILES_ENV = "DEMO_FUZZ_STATE_FILES"
 LOG_ENV = "DEMO_FUZZ_LOG"
+#: Values the demo holds, for the hooks to steer a share of the cases to (tests/support/fuzz_hooks.py).
+REAL_VALUES_ENV = "DEMO_FUZZ_REAL_VALUES"
 
 
 class StateSnapshot:
@@ -103,6 +105,11 @@ class FuzzRun:
         """The operations (``METHOD /template``) the run sent at least one request to."""
         return {"%s %s" % (method, path) for method, path, _ in self.requests}
 
+    def never_served(self) -> set:
+        """The operations (``"METHOD /template"``) no request of which was answered ``2xx``."""
+        served = {"%s %s" % (method, path) for method, path, status in self.requests if 200 <= status < 300}
+        return self.operations - served
+
     def statuses(self) -> dict:
         """How many answers of each status the run got."""
         counted: dict = {}
@@ -126,13 +133,15 @@ def run_schemathesis(
     timeout: float,
     seed: int,
     checks: tuple = CHECKS,
+    real_values: dict | None = None,
 ) -> FuzzRun:
     """``schemathesis run`` of *base_url*'s ``/openapi.json`` against *base_url*, every phase (stateful included).
 
     *parameters* fixes parameters everywhere (``{"path.project_id": "fuzz"}``: a tenant that
     exists); *max_examples* bounds each operation's cases and *timeout* the whole run
     (``subprocess.TimeoutExpired`` past it).  One worker, so requests never overlap and
-    the hooks can tell what each refused one changed.
+    the hooks can tell what each refused one changed.  *real_values* (ids, tags, versions the
+    demo holds) are what the hooks give about half the cases instead of the generated values.
     """
     work_dir = str(work_dir)
     config = os.path.join(work_dir, "schemathesis-%s.toml" % endpoint)
@@ -149,7 +158,11 @@ def run_schemathesis(
         os.environ,
         SCHEMATHESIS_HOOKS="tests.support.fuzz_hooks",
         PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-        **{STATE_FILES_ENV: json.dumps([str(path) for path in state_files]), LOG_ENV: log_path},
+        **{
+            STATE_FILES_ENV: json.dumps([str(path) for path in state_files]),
+            LOG_ENV: log_path,
+            REAL_VALUES_ENV: json.dumps(real_values or {}),
+        },
     )
     command = [
         os.path.join(os.path.dirname(sys.executable), "schemathesis"),
