@@ -138,6 +138,33 @@ def test_no_tenant_in_the_path_puts_the_collections_under_the_version():
     ]
 
 
+@pytest.mark.parametrize(
+    ("layout", "collection", "forms"),
+    [
+        ("optional", "servers", ["/{version}/servers", "/{version}/{tenant_id}/servers"]),
+        ("optional", "widgets", ["/{version}/{tenant_id}/widgets"]),  # /v2.1/widgets is the tenant widgets
+        ("always", "servers", ["/{version}/{tenant_id}/servers"]),
+        ("never", "servers", ["/{version}/servers"]),
+    ],
+)
+def test_each_layout_describes_the_forms_it_lets_through(layout, collection, forms):
+    pipeline = TenantPath(TagQueryFilter(service, {}), {"tenant_in_path": layout})
+    document = openapi(describe_pipeline(pipeline, tag_collections=(collection,)))
+    suffixes = ("", "/{resource_id}/tags", "/{resource_id}/tags/{tag}")
+    assert sorted(document["paths"]) == sorted(form + suffix for form in forms for suffix in suffixes)
+    for form in forms:
+        # Each form the filter lets through reaches the service.
+        for target in (fill_template(form), fill_template(form + "/{resource_id}/tags/{tag}")):
+            status, _, _ = call(pipeline, make_environ("GET", target))
+            assert status == 200, target
+
+
+def fill_template(template: str) -> str:
+    """*template* with a value in each parameter."""
+    values = {"version": "v2.1", "tenant_id": "acme", "resource_id": "s1", "tag": "red"}
+    return re.sub(r"{(\w+)}", lambda m: values[m.group(1)], template)
+
+
 def described_problems(document: dict, app, method: str, target: str, headers=()) -> list[str]:
     """Send *app* one request; what *document* does not list of the filter's answer (status, error code, body)."""
     status, _, body = call(app, make_environ(method, target, headers))

@@ -158,17 +158,28 @@ def generic(world: World, template: str, method: str) -> None:
     """What any call is sent: as is, under unknown, deleted and moved tenants, with a bad path and target."""
     data = b'{"tags": ["a"]}' if method in ("PUT", "POST") else b""
     world.send(method, fill(template), body=data)
-    for tenant in ("nobody", "gone", "purging", "moved", "x" * 256, "a%00b", "Not_Matching", "action"):
-        world.send(method, fill(template, tenant_id=tenant, resource_path="servers/s9"), body=data)
+    if "{tenant_id}" in template:
+        for tenant in ("nobody", "gone", "purging", "moved", "x" * 256, "a%00b", "Not_Matching", "action"):
+            world.send(method, fill(template, tenant_id=tenant, resource_path="servers/s9"), body=data)
+    elif "{resource_id}" in template:  # a tenant-less call: a bad path, a resource named like an admin segment
+        for resource in ("a%00b", "action"):
+            world.send(method, fill(template, resource_id=resource), body=data)
+    else:
+        world.send(method, fill(template, version="v2%00"), body=data)
     world.send(method, fill(template), [("X-Identity-Status", "Confirmed"), ("X-Project-Id", "other")], data)
     world.send(method, fill(template) + "?pad=" + "a" * 9000, body=data)
     if method in ("GET", "HEAD"):
         world.send(method, fill(template) + "?tags=")
 
 
+def scope(template: str) -> list[tuple[str, str]]:
+    """The headers that give a client token its scope: none under a tenant, else a confirmed token's project."""
+    return [] if "{tenant_id}" in template else [("X-Identity-Status", "Confirmed"), ("X-Project-Id", "acme")]
+
+
 def broken(world: World, template: str, method: str) -> None:
     """A call while a database or store is down (with a client token for a POST)."""
-    world.send(method, fill(template, tag="new"), [("X-Client-Token", "t1")], b'{"tags": ["a"]}')
+    world.send(method, fill(template, tag="new"), [("X-Client-Token", "t1"), *scope(template)], b'{"tags": ["a"]}')
 
 
 def tenant_calls(world: World, template: str, method: str) -> None:
@@ -220,18 +231,20 @@ def tag_calls(world: World, template: str, method: str) -> None:
 
 def token_calls(world: World, template: str, method: str) -> None:
     """A guarded POST: replayed, reused, in flight, malformed, too large, chunked."""
-    url = fill(template)
-    world.send(method, url, [("X-Client-Token", "t1")], b"{}")
-    world.send(method, url, [("X-Client-Token", "t1")], b"{}")  # replayed
-    world.send(method, url, [("X-Client-Token", "t1")], b'{"other": 1}')  # reused
-    world.send(method, url, [("X-Client-Token", '"unterminated')], b"{}")
-    world.send(method, url, [("X-Client-Token", "t2")], b"x" * 3000)
-    world.send(method, url, [("X-Client-Token", "t3"), ("Transfer-Encoding", "chunked")])
+    url, scoped = fill(template), scope(template)
+    world.send(method, url, [("X-Client-Token", "t1"), *scoped], b"{}")
+    world.send(method, url, [("X-Client-Token", "t1"), *scoped], b"{}")  # replayed
+    world.send(method, url, [("X-Client-Token", "t1"), *scoped], b'{"other": 1}')  # reused
+    world.send(method, url, [("X-Client-Token", '"unterminated'), *scoped], b"{}")
+    world.send(method, url, [("X-Client-Token", "t2"), *scoped], b"x" * 3000)
+    world.send(method, url, [("X-Client-Token", "t3"), ("Transfer-Encoding", "chunked"), *scoped])
+    if scoped:
+        world.send(method, url, [("X-Client-Token", "t4")], b"{}")  # no tenant to scope it to
     idempotency = world.idempotency
     key = idempotency.codec.store_key("acme", "busy", False)
     lease = Record.lease("another", fingerprint(method, url, "", b"{}", None), time.time())
     idempotency.store.claim(key, idempotency.codec.encode(key, lease), 60)
-    world.send(method, url, [("X-Client-Token", "busy")], b"{}")
+    world.send(method, url, [("X-Client-Token", "busy"), *scoped], b"{}")
 
 
 def exercise(world: World, template: str, method: str, kind: str) -> None:
