@@ -7,7 +7,7 @@ Under ``/v2.1/{tenant}/servers``: ``GET`` lists the tenant's servers
 The same calls without a tenant (``/v2.1/servers``, as ``tenant_path``
 reads it) are the operator's: they reach every tenant's servers.  Any
 mount (``SCRIPT_NAME``) and a stripped tenant segment are read as
-``tenant_path`` left them.
+``tenant_path`` left them.  ``GET /v2.1`` is its version document.
 :class:`ServerMoves` moves servers between tenants; it refuses moves into
 ``full`` (``403``) and ``taken`` (``409``, a status the move answers
 itself too) and fails on ``boom`` (a provider bug: ``500``).
@@ -55,6 +55,8 @@ class ServerService:
         if index < 0:
             index = find_version(segments, _VERSION, canonical.prefix_length)
         rest = segments[index + 1 :]
+        if rest == () and tenant is None and method == "GET":  # the version document (version_discovery asks)
+            return _answer(start_response, "200 OK", {"version": {"id": segments[index], "status": "CURRENT"}})
         if len(rest) in (3, 4) and rest[0] == "servers" and rest[2] == "tags":
             return self.tags.respond(environ, start_response, rest[1], rest[3] if len(rest) == 4 else None)
         if rest == ("servers",) and tenant not in self.moved_out:
