@@ -10,7 +10,8 @@ mount (``SCRIPT_NAME``) and a stripped tenant segment are read as
 ``tenant_path`` left them.  ``GET /v2.1`` is its version document.
 :class:`ServerMoves` moves servers between tenants; it refuses moves into
 ``full`` (``403``) and ``taken`` (``409``, a status the move answers
-itself too) and fails on ``boom`` (a provider bug: ``500``).
+itself too), into ``refuses-NNN`` with that status, and fails on ``boom``
+(a provider bug: ``500``).
 """
 
 from __future__ import annotations
@@ -131,3 +132,5 @@ class ServerMoves(MoveProvider):
             raise MoveRefused(403, "Tenant 'full' takes no more servers.")
         if dest_tenant_id == "taken":
             raise MoveRefused(409, "Tenant 'taken' has servers of those names.")
+        if dest_tenant_id.startswith("refuses-"):  # refuses-404: the provider's refusal with that status
+            raise MoveRefused(int(dest_tenant_id[8:]), "Tenant %r takes no servers." % dest_tenant_id)
