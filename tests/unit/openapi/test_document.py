@@ -26,9 +26,10 @@ from tenancy_mw.tags.model import InvalidTag, validate_tag
 from tenancy_mw.tenants.admin.filter import TenantAdmin
 from tenancy_mw.tenants.ids import InvalidTenantId, validate_tenant_id
 from tenancy_mw.tenants.path_filter import TenantPath
+from tenancy_mw.tenants.removal import TenantRemoval
 from tests.conftest import require
 from tests.support.openapi_checks import body_problems, response_key, template_of
-from tests.support.widgets import WidgetService
+from tests.support.widgets import WidgetMoves, WidgetService
 from tests.support.wsgi import call, make_environ
 
 
@@ -422,3 +423,70 @@ def test_the_tag_apis_errors_are_described_in_the_format_the_service_gives_it():
         assert shape in answer, (error_format, answer)
     with pytest.raises(ValueError, match="tag_error_format 'xml' is none of api-wg, nova"):
         describe_pipeline(pipeline, tag_collections=("servers",), tag_error_format="xml")
+
+
+class RemovingWidgetMoves(WidgetMoves, TenantRemoval):
+    """A move provider that also hides, restores and purges a tenant's widgets (a TenantRemoval)."""
+
+    def hide_resources(self, tenant_id: str) -> None:
+        """Nothing to hide."""
+
+    def restore_resources(self, tenant_id: str) -> None:
+        """Nothing to restore."""
+
+    def purge_resources(self, tenant_id: str) -> None:
+        """Nothing to purge."""
+
+
+def codes_of(answer: dict) -> list[str]:
+    """The error codes an answer's description names."""
+    return re.findall(r"``([a-z0-9.*-]+)``", answer["description"])
+
+
+def test_only_the_codes_the_options_make_possible_are_named(admin):
+    plain = openapi(describe_pipeline(TenantPath(admin(WidgetService()), {}), tag_collections=("servers",)))
+    removing = admin(WidgetService(), move_provider="tests.unit.openapi.test_document:RemovingWidgetMoves")
+    removal = openapi(describe_pipeline(TenantPath(removing, {}), tag_collections=("servers",)))
+    shared = admin(service, admin_api="false", state_memcached_servers="127.0.0.1:9", state_store_timeout="0.1")
+    states = openapi(describe_pipeline(TenantPath(shared, {}), tag_collections=("servers",)))
+    tenant, listing = "/{version}/{tenant_id}", "/{version}/{tenant_id}/servers"
+    # removal-failed: only a TenantRemoval hides and restores a tenant's resources.
+    assert "tenancy.removal-failed" not in codes_of(plain["paths"][tenant]["delete"]["responses"]["503"])
+    assert "tenancy.removal-failed" in codes_of(removal["paths"][tenant]["delete"]["responses"]["503"])
+    # state-store-unavailable: only with state_memcached_servers (fail_closed).
+    assert "tenancy.state-store-unavailable" not in codes_of(plain["paths"][listing]["get"]["responses"]["503"])
+    assert "tenancy.state-store-unavailable" in codes_of(states["paths"][listing]["get"]["responses"]["503"])
+    # method-override-refused: only with method_override = refuse.
+    for options, named in (({}, False), ({"method_override": "refuse"}, True)):
+        culled = openapi(describe_pipeline(AdminCull(TenantPath(service, {}), options), tag_collections=("servers",)))
+        assert (
+            "tenancy.method-override-refused" in codes_of(culled["paths"][listing]["get"]["responses"]["400"])
+        ) == named
+
+
+def test_admin_culls_form_answers_are_named_where_it_reads_forms():
+    pipeline = AdminCull(TenantPath(Idempotency(TagQueryFilter(service, {}), {"backend": "memory"}), {}), {})
+    document = openapi(describe_pipeline(pipeline, tag_collections=("servers",)))
+    form = {
+        (method, path)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if "tenancy.form-too-large" in codes_of(operation["responses"].get("413", {"description": ""}))
+    }
+    # /v2.1/servers reads as a tenant call, PUT/DELETE of tenant servers; a tenant named like a version does the same.
+    assert {
+        ("get", "/{version}/servers"),
+        ("post", "/{version}/servers"),
+        ("post", "/{version}/{tenant_id}/servers"),
+    } <= form
+    # A tag named action ends the path in .../action, which GET of the action namespace culls.
+    assert ("put", "/{version}/{tenant_id}/servers/{resource_id}/tags/{tag}") in form
+    # DELETE of the tags of a resource: never admin for another method (a resource named v1 is culled itself).
+    assert ("delete", "/{version}/{tenant_id}/servers/{resource_id}/tags") not in form
+    for method, path in form:
+        assert "tenancy.unreadable-form" in codes_of(document["paths"][path][method]["responses"]["400"])
+    body = b"a=1" * 400000
+    for target in ("/v2.1/servers", "/v2.1/v1/servers"):
+        environ = make_environ("POST", target, [("Content-Type", "application/x-www-form-urlencoded")], body)
+        status, _, answer = call(pipeline, environ)
+        assert (status, json.loads(answer)["errors"][0]["code"]) == (413, "tenancy.form-too-large")
