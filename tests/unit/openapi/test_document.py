@@ -490,3 +490,20 @@ def test_admin_culls_form_answers_are_named_where_it_reads_forms():
         environ = make_environ("POST", target, [("Content-Type", "application/x-www-form-urlencoded")], body)
         status, _, answer = call(pipeline, environ)
         assert (status, json.loads(answer)["errors"][0]["code"]) == (413, "tenancy.form-too-large")
+
+
+def test_a_token_with_no_scope_is_only_refused():
+    guard = Idempotency(TagQueryFilter(service, {}), {"backend": "memory", "keystone_scope": "false"})
+    pipeline = TenantPath(guard, {})
+    document = openapi(describe_pipeline(pipeline, tag_collections=("servers",)))
+    tenantless, under_tenant = (
+        document["paths"][p]["post"] for p in ("/{version}/servers", "/{version}/{tenant_id}/servers")
+    )
+    # Without a tenant (and no shared_scope, no keystone_scope) every token is refused before the body is read.
+    assert sorted(tenantless["responses"]) == ["400", "414", "default"]
+    assert "Idempotent-Replayed" not in tenantless["responses"]["default"].get("headers", {})
+    assert {"409", "413", "Idempotent-Replayed"} <= set(under_tenant["responses"]) | set(
+        under_tenant["responses"]["default"]["headers"]
+    )
+    token = [("X-Client-Token", "t1"), ("Content-Type", "application/json")]
+    assert described_problems(document, pipeline, "POST", "/v2.1/servers", token) == []
