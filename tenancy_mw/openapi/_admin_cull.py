@@ -46,15 +46,18 @@ def contribute(middleware: Any, depth: int, context: Context) -> None:
     culled = (404, "tenancy.not-found") if middleware.cull_status == 404 else (403, "tenancy.admin-call")
     for operation in context.below(depth):
         refuse_path(operation, middleware, "admin_cull", True)
-        # Only a path parameter can make a path deeper than max_segments (a tenant id of backslashes).
         parameter = any(name != "version" for name in re.findall(r"{(\w+)}", operation.path))
+        # A path parameter can make a path deeper than max_segments (a tenant id of backslashes); so can a long
+        # mount, with one more segment for a version an Accept header names.
+        deep = parameter or operation.path.count("/") + 1 > middleware.max_segments
         for code, why in _UNJUDGED.items():
             if code == "tenancy.method-override-refused" and not middleware.refuse_overrides:
                 continue
-            if code == "tenancy.path-too-deep" and not parameter:
+            if code == "tenancy.path-too-deep" and not deep:
                 continue
             operation.refuse(400, code, why + " (admin_cull).", fmt, headers)
-        if _reads_form(middleware, operation):
+        # With method_override = refuse it never reads a form: a form body there is method-override-refused.
+        if not middleware.refuse_overrides and _reads_form(middleware, operation):
             operation.refuse(
                 413,
                 "tenancy.form-too-large",

@@ -459,9 +459,20 @@ def test_only_the_codes_the_options_make_possible_are_named(admin):
     # method-override-refused: only with method_override = refuse.
     for options, named in (({}, False), ({"method_override": "refuse"}, True)):
         culled = openapi(describe_pipeline(AdminCull(TenantPath(service, {}), options), tag_collections=("servers",)))
-        assert (
-            "tenancy.method-override-refused" in codes_of(culled["paths"][listing]["get"]["responses"]["400"])
-        ) == named
+        codes = codes_of(culled["paths"][listing]["get"]["responses"]["400"])
+        assert ("tenancy.method-override-refused" in codes) == named
+        # It reads a form for a _method field only when it judges overrides (not when it refuses them).
+        assert ("tenancy.unreadable-form" in codes) != named
+        assert ("413" in culled["paths"][listing]["get"]["responses"]) != named
+    # A long mount makes every path deeper than max_segments.
+    culler = AdminCull(TenantPath(service, {}), {"max_segments": "8"})
+    for prefix, deep in (("/a/b/c/d/e", False), ("/a/b/c/d/e/f", True)):
+        mounted = openapi(describe_pipeline(culler, tag_collections=("servers",), prefix=prefix))
+        codes = codes_of(mounted["paths"][prefix + "/{version}/servers"]["get"]["responses"]["400"])
+        assert ("tenancy.path-too-deep" in codes) == deep
+        target = prefix + "/v2.1/servers"
+        status, _, body = call(culler, make_environ("GET", target, [("Accept", "application/json;version=2.1")]))
+        assert (status == 400 and json.loads(body)["errors"][0]["code"] == "tenancy.path-too-deep") == deep
 
 
 def test_admin_culls_form_answers_are_named_where_it_reads_forms():
