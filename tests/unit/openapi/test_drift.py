@@ -204,7 +204,15 @@ def fill(template: str, **values: str) -> str:
 
 
 def generic(world: World, template: str, method: str) -> None:
-    """What any call is sent: as is, under unknown, deleted and moved tenants, with a bad path and target."""
+    """What any call is sent.
+
+    As is; under unknown, deleted, moved, invalid and too deep tenants (or,
+    without a tenant in the path, resources named like admin segments and
+    the tenants of confirmed tokens); with a tenant segment already
+    stripped; with paths with no canonical form and an environ that is not
+    PEP 3333's; with another project's token, a target too long, too many
+    versions in Accept, an empty tag query.
+    """
     data = b'{"tags": ["a"]}' if method in ("PUT", "POST") else b""
     world.send(method, fill(template), body=data)
     if "{tenant_id}" in template:
