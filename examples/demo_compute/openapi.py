@@ -866,6 +866,14 @@ def endpoint_document(app) -> dict:
     fragment = openapi.describe_pipeline(
         chain[0], tag_collections=("servers",), prefix=_V, tag_error_format=error_format
     )
+    # The demo routes its servers under the project id only: the tenant-less forms tenant_path lets
+    # through (/v2.1/servers, its tag API) reach the demo's 404, so they are not part of its API.
+    tenantless = _V + "/servers"
+    fragment["paths"] = {
+        path: item
+        for path, item in fragment["paths"].items()
+        if path != tenantless and not path.startswith(tenantless + "/")
+    }
     own = demo_document(error_format, tenant_version_document=not admin_api)
     return complete_document(own, fragment, chain[0])
 

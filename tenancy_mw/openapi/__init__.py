@@ -20,13 +20,13 @@ mounting the tag API of its servers::
     ...     return [b""]
     >>> pipeline = TenantPath(TagQueryFilter(service, {}), {})
     >>> fragment = describe_pipeline(pipeline, tag_collections=("servers",), prefix="/compute")
-    >>> sorted(fragment["paths"])[:2]
-    ['/compute/{version}/{tenant_id}/servers', '/compute/{version}/{tenant_id}/servers/{resource_id}/tags']
+    >>> [path for path in sorted(fragment["paths"]) if path.endswith("/servers")]  # servers is tenant-less too
+    ['/compute/{version}/servers', '/compute/{version}/{tenant_id}/servers']
     >>> [p["name"] for p in fragment["paths"]["/compute/{version}/{tenant_id}/servers"]["get"]["parameters"]][2:]
     ['tags', 'tags-any', 'not-tags', 'not-tags-any']
     >>> document = merge({"openapi": OPENAPI_VERSION, "info": {"title": "Compute", "version": "2.1"}}, fragment)
     >>> document["info"]["title"], len(document["paths"])
-    ('Compute', 3)
+    ('Compute', 6)
 
 ``doc/openapi.rst`` says what the fragments hold and how a service
 publishes them.
@@ -122,6 +122,7 @@ def _context(filters: list, prefix: str, tag_collections: tuple[str, ...], tag_e
         tenant_in_path=options is None or options.tenant_in_path != "never",
         tenant_id_pattern=options.tenant_id_pattern if options is not None else None,
         tenantless_collections=collections,
+        tenant_layout=options.tenant_in_path if options is not None else None,
         tag_collections=tuple(tag_collections),
         tag_error_format=tag_error_format,
         token_tenant=tenant_path is not None and tenant_path.options.token_tenant,
@@ -134,14 +135,15 @@ def _service_operations(context: Context, depth: int, filters: list) -> list[Ope
     guarded = any(m.opt_group == "idempotency" and "POST" in m.methods for _, m in filters)
     found = []
     for collection in context.tag_collections:
-        path = context.tenant_path(collection) if context.tenant_in_path else context.path(collection)
-        listing = Operation(path, "get", depth, "list", "List %s" % collection)
-        listing.respond("default", "The service's own answer.")
-        found.append(listing)
-        if guarded:
-            create = Operation(path, "post", depth, "service", "Create a resource of %s" % collection)
-            create.respond("default", "The service's own answer.")
-            found.append(create)
+        for form in context.collection_forms(collection):
+            path = form(collection)
+            listing = Operation(path, "get", depth, "list", "List %s" % collection)
+            listing.respond("default", "The service's own answer.")
+            found.append(listing)
+            if guarded:
+                create = Operation(path, "post", depth, "service", "Create a resource of %s" % collection)
+                create.respond("default", "The service's own answer.")
+                found.append(create)
         found += _tag_api.operations(collection, depth, context)
     return found
 

@@ -9,6 +9,7 @@ drafts into OpenAPI objects.  Pure: no WSGI machinery, no SQL.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,6 +134,8 @@ class Context:
     tag_error_format: str
     #: The names read as tenant-less collections where a tenant could be (``tenant_in_path = optional``).
     tenantless_collections: tuple[str, ...] = ()
+    #: ``tenant_in_path`` of the layout filter (``tenant_path``, else ``tenant_admin``); ``None`` without one.
+    tenant_layout: str | None = None
     #: Whether ``tenant_path`` takes a confirmed token's project as the tenant of a path without one.
     token_tenant: bool = False
     #: Where the outermost ``tenant_path`` is in the chain (``None``: there is none).
@@ -151,6 +154,28 @@ class Context:
     def tenant_path(self, *segments: str) -> str:
         """:meth:`path` below the tenant segment."""
         return self.path("{tenant_id}", *segments)
+
+    def collection_forms(self, collection: str) -> list[Callable[..., str]]:
+        """How *collection*'s calls are spelled: :meth:`tenant_path`, :meth:`path`, or both, as the layout reads them.
+
+        ``always`` (or no layout filter): under the tenant only; ``never``:
+        without it; ``optional``: under the tenant, and without it when the
+        layout reads the name as a tenant-less collection (else
+        ``/{version}/widgets`` is the tenant ``widgets``).
+
+        Example::
+
+            >>> context = Context("", "v[0-9.]+", True, True, None, (), "api-wg", ("servers",), "optional")
+            >>> [form("servers") for form in context.collection_forms("servers")]
+            ['/{version}/{tenant_id}/servers', '/{version}/servers']
+            >>> [form("widgets") for form in context.collection_forms("widgets")]
+            ['/{version}/{tenant_id}/widgets']
+        """
+        if self.tenant_layout == "never":
+            return [self.path]
+        if self.tenant_layout == "optional" and collection in self.tenantless_collections:
+            return [self.tenant_path, self.path]
+        return [self.tenant_path]
 
     def tenant_path_before(self, depth: int) -> bool:
         """Whether a ``tenant_path`` runs before the filter at *depth* (it has found the tenant, or refused)."""

@@ -35,6 +35,17 @@ def contribute(middleware: Any, depth: int, context: Context) -> None:
     for operation in context.below(depth):
         if operation.method not in methods:
             continue
+        if not _scoped(middleware, operation, context, depth):
+            # Every request with a token is refused before its body is read: nothing is stored or replayed.
+            _token_parameters(middleware, operation)
+            operation.refuse(
+                400,
+                "idempotency.",
+                "a malformed token (invalid-token.*), or any token: the call has no tenant to scope it to (no-tenant).",
+                middleware.error_format,
+                version_headers(middleware),
+            )
+            continue
         replayed = header(
             "true: this answer is the stored answer to the first request with this token.", {"const": "true"}
         )
@@ -44,6 +55,15 @@ def contribute(middleware: Any, depth: int, context: Context) -> None:
                 draft.headers[REPLAYED_HEADER] = replayed
         _token_parameters(middleware, operation)
         _refusals(middleware, operation)
+
+
+def _scoped(middleware: Any, operation: Any, context: Context, depth: int) -> bool:
+    """Whether a token on *operation* can have a scope: ``shared_scope``, a confirmed token's project, a tenant."""
+    options = middleware.options
+    if options.shared_scope or options.keystone_scope:
+        return True
+    # The tenant tenant_path found before this filter: of the path, or of a confirmed token (token_tenant).
+    return context.tenant_path_before(depth) and (operation.under_tenant or context.token_tenant)
 
 
 def _token_parameters(middleware: Any, operation) -> None:

@@ -11,11 +11,16 @@ ALLOW = ("DELETE", "GET", "HEAD", "PUT")
 
 
 def operations(collection: str, depth: int, context: Context) -> list[Operation]:
-    """The tag calls of *collection*'s resources, answered by the service at *depth* (the end of the chain)."""
+    """The tag calls of *collection*'s resources, answered by the service at *depth* (the end of the chain).
+
+    Under the tenant, without it, or both, as the layout reads the collection (:meth:`Context.collection_forms`).
+    """
     fmt = context.tag_error_format
-    base = context.tenant_path if context.tenant_in_path else context.path
     found = []
-    for method in ("get", "head", "put", "delete"):
+    calls = [
+        (base, method) for base in context.collection_forms(collection) for method in ("get", "head", "put", "delete")
+    ]
+    for base, method in calls:
         found.append(
             _list_call(
                 Operation(

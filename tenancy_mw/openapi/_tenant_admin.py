@@ -114,13 +114,14 @@ def _tenant_calls(middleware: Any, depth: int, context: Context) -> list[Operati
     head.respond(204, "The tenant exists; its metadata in the headers.", headers=meta)
     delete = Operation(path, "delete", depth, "admin", "Delete a tenant (recoverable until it is purged)")
     delete.respond(204, "Marked deleted; the service's resources hidden.", headers=_metadata_headers(deleted=True))
-    delete.refuse(
-        503,
-        "tenancy.removal-failed",
-        "the service failed to hide the tenant's resources; nothing changed.",
-        middleware.error_format,
-        {**version_headers(middleware), **_RETRY_AFTER},
-    )
+    if getattr(middleware, "removal", None) is not None:  # the move provider is a TenantRemoval
+        delete.refuse(
+            503,
+            "tenancy.removal-failed",
+            "the service failed to hide the tenant's resources; nothing changed.",
+            middleware.error_format,
+            {**version_headers(middleware), **_RETRY_AFTER},
+        )
     for operation in (get, head, delete):
         _not_found(operation, middleware, operation is not delete)
     return [get, head, delete, _put(middleware, depth, path)]
@@ -179,13 +180,14 @@ def _restore(middleware: Any, depth: int, context: Context) -> Operation:
         restore.respond(204, "Restored.", headers=_metadata_headers())
     restore.refuse(404, "tenancy.tenant-not-found", "the tenant was never created, or it was purged.", fmt, headers)
     restore.refuse(409, "tenancy.tenant-", "the tenant is not deleted, or is being purged.", fmt, headers)
-    restore.refuse(
-        503,
-        "tenancy.removal-failed",
-        "the service failed to restore the tenant's resources; nothing changed.",
-        fmt,
-        {**headers, **_RETRY_AFTER},
-    )
+    if getattr(middleware, "removal", None) is not None:
+        restore.refuse(
+            503,
+            "tenancy.removal-failed",
+            "the service failed to restore the tenant's resources; nothing changed.",
+            fmt,
+            {**headers, **_RETRY_AFTER},
+        )
     return restore
 
 
@@ -260,7 +262,10 @@ def contribute(middleware: Any, depth: int, context: Context) -> None:
             operation.refuse(
                 410, "tenancy.tenant-deleted", "the tenant is deleted (tenant_admin's state check).", fmt, headers
             )
-            for code in ("tenancy.registry-unavailable", "tenancy.state-store-unavailable"):
+            codes = ["tenancy.registry-unavailable"]
+            if getattr(middleware, "shared", None) is not None and options.on_state_store_error == "fail_closed":
+                codes.append("tenancy.state-store-unavailable")  # state_memcached_servers down
+            for code in codes:
                 operation.refuse(
                     503, code, "the tenant's state cannot be read (tenant_admin).", fmt, {**headers, **_RETRY_AFTER}
                 )

@@ -61,7 +61,8 @@ def contribute(middleware: Any, depth: int, context: Context) -> None:
             operation.refuse(
                 503,
                 "tenancy.misconfigured-pipeline",
-                "the path was rewritten before the tenant segment could be stripped (tenant_path).",
+                "the path was rewritten before the tenant segment could be stripped, or another tenant_path "
+                "stripped it already (tenant_path, strip_tenant).",
                 fmt,
                 headers,
             )

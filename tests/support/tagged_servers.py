@@ -4,19 +4,27 @@ Under ``/v2.1/{tenant}/servers``: ``GET`` lists the tenant's servers
 (``404`` for a tenant whose servers moved away), ``POST`` creates one
 (``201``), and ``/servers/{id}/tags[/{tag}]`` is the library's
 :class:`~tenancy_mw.tags.api.TagAPI` over a real :class:`~tenancy_mw.tags.store.TagStore`.
+The same calls without a tenant (``/v2.1/servers``, as ``tenant_path``
+reads it) are the operator's: they reach every tenant's servers.  Any
+mount (``SCRIPT_NAME``) and a stripped tenant segment are read as
+``tenant_path`` left them.  ``GET /v2.1`` is its version document.
 :class:`ServerMoves` moves servers between tenants; it refuses moves into
 ``full`` (``403``) and ``taken`` (``409``, a status the move answers
-itself too) and fails on ``boom`` (a provider bug: ``500``).
+itself too), into ``refuses-NNN`` with that status, and fails on ``boom``
+(a provider bug: ``500``).
 """
 
 from __future__ import annotations
 
 import json
 
-from tenancy_mw.core.paths import canonical_path
+from tenancy_mw.core.paths import DEFAULT_VERSION_PATTERN, canonical_path, compile_version_pattern, find_version
 from tenancy_mw.tags.api import TagAPI
 from tenancy_mw.tags.store import TagStore
 from tenancy_mw.tenants.moves import MoveProvider, MoveRefused, ResourceState, TenantResources, state_tag
+from tenancy_mw.tenants.path_filter import TENANT_SEGMENT_KEY
+
+_VERSION = compile_version_pattern(DEFAULT_VERSION_PATTERN)
 
 
 class ServerService:
@@ -32,26 +40,38 @@ class ServerService:
         self.tags = TagAPI(tag_store, self.owns, error_format=error_format, noun="server")
 
     def owns(self, environ: dict, server_id: str) -> bool:
-        """Whether the request's tenant has the (not deleted) server *server_id*."""
-        return self.servers.get((environ.get("tenancy.tenant_id"), server_id)) is False
+        """Whether the request's tenant has the (not deleted) server *server_id*; without a tenant, any tenant."""
+        tenant = environ.get("tenancy.tenant_id")
+        if tenant is None:
+            return any(s == server_id and not deleted for (_, s), deleted in self.servers.items())
+        return self.servers.get((tenant, server_id)) is False
 
     def __call__(self, environ, start_response):
-        segments = canonical_path(environ).segments
+        canonical = canonical_path(environ)
+        segments = canonical.segments
         tenant = environ.get("tenancy.tenant_id")
         method = environ["REQUEST_METHOD"]
-        if len(segments) in (5, 6) and segments[2] == "servers" and segments[4] == "tags":
-            return self.tags.respond(environ, start_response, segments[3], segments[5] if len(segments) == 6 else None)
-        if len(segments) == 3 and segments[2] == "servers" and tenant not in self.moved_out:
+        # What follows the tenant segment, else the version (tenant_path's reading; the mount left out).
+        index = environ.get(TENANT_SEGMENT_KEY, -1)
+        if index < 0:
+            index = find_version(segments, _VERSION, canonical.prefix_length)
+        rest = segments[index + 1 :]
+        if rest == () and tenant is None and method == "GET":  # the version document (version_discovery asks)
+            return _answer(start_response, "200 OK", {"version": {"id": segments[index], "status": "CURRENT"}})
+        if len(rest) in (3, 4) and rest[0] == "servers" and rest[2] == "tags":
+            return self.tags.respond(environ, start_response, rest[1], rest[3] if len(rest) == 4 else None)
+        if rest == ("servers",) and tenant not in self.moved_out:
             if method == "POST":
                 server_id = "s%d" % (len(self.servers) + 1)
                 self.servers[(tenant, server_id)] = False
+                place = "/".join(segments[: index + 1] + ("servers", server_id))
                 return _answer(
                     start_response,
                     "201 Created",
                     {"server": {"id": server_id}},
-                    [("Location", "http://127.0.0.1:8774/v2.1/%s/servers/%s" % (tenant, server_id))],
+                    [("Location", "http://127.0.0.1:8774/%s" % place)],
                 )
-            mine = sorted(s for (t, s), deleted in self.servers.items() if t == tenant and not deleted)
+            mine = sorted(s for (t, s), deleted in self.servers.items() if tenant in (None, t) and not deleted)
             return _answer(start_response, "200 OK", {"servers": mine})
         return _answer(start_response, "404 Not Found", {"error": "no such server"})
 
@@ -112,3 +132,5 @@ class ServerMoves(MoveProvider):
             raise MoveRefused(403, "Tenant 'full' takes no more servers.")
         if dest_tenant_id == "taken":
             raise MoveRefused(409, "Tenant 'taken' has servers of those names.")
+        if dest_tenant_id.startswith("refuses-"):  # refuses-404: the provider's refusal with that status
+            raise MoveRefused(int(dest_tenant_id[8:]), "Tenant %r takes no servers." % dest_tenant_id)

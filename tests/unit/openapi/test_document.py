@@ -26,9 +26,10 @@ from tenancy_mw.tags.model import InvalidTag, validate_tag
 from tenancy_mw.tenants.admin.filter import TenantAdmin
 from tenancy_mw.tenants.ids import InvalidTenantId, validate_tenant_id
 from tenancy_mw.tenants.path_filter import TenantPath
+from tenancy_mw.tenants.removal import TenantRemoval
 from tests.conftest import require
 from tests.support.openapi_checks import body_problems, response_key, template_of
-from tests.support.widgets import WidgetService
+from tests.support.widgets import WidgetMoves, WidgetService
 from tests.support.wsgi import call, make_environ
 
 
@@ -136,6 +137,33 @@ def test_no_tenant_in_the_path_puts_the_collections_under_the_version():
         "/{version}/servers/{resource_id}/tags",
         "/{version}/servers/{resource_id}/tags/{tag}",
     ]
+
+
+@pytest.mark.parametrize(
+    ("layout", "collection", "forms"),
+    [
+        ("optional", "servers", ["/{version}/servers", "/{version}/{tenant_id}/servers"]),
+        ("optional", "widgets", ["/{version}/{tenant_id}/widgets"]),  # /v2.1/widgets is the tenant widgets
+        ("always", "servers", ["/{version}/{tenant_id}/servers"]),
+        ("never", "servers", ["/{version}/servers"]),
+    ],
+)
+def test_each_layout_describes_the_forms_it_lets_through(layout, collection, forms):
+    pipeline = TenantPath(TagQueryFilter(service, {}), {"tenant_in_path": layout})
+    document = openapi(describe_pipeline(pipeline, tag_collections=(collection,)))
+    suffixes = ("", "/{resource_id}/tags", "/{resource_id}/tags/{tag}")
+    assert sorted(document["paths"]) == sorted(form + suffix for form in forms for suffix in suffixes)
+    for form in forms:
+        # Each form the filter lets through reaches the service.
+        for target in (fill_template(form), fill_template(form + "/{resource_id}/tags/{tag}")):
+            status, _, _ = call(pipeline, make_environ("GET", target))
+            assert status == 200, target
+
+
+def fill_template(template: str) -> str:
+    """*template* with a value in each parameter."""
+    values = {"version": "v2.1", "tenant_id": "acme", "resource_id": "s1", "tag": "red"}
+    return re.sub(r"{(\w+)}", lambda m: values[m.group(1)], template)
 
 
 def described_problems(document: dict, app, method: str, target: str, headers=()) -> list[str]:
@@ -421,3 +449,98 @@ def test_merge_reads_a_referenced_parameter():
     parameters = document["paths"][path]["get"]["parameters"]
     (tenant_id,) = [p for p in parameters if p.get("name") == "tenant_id" or "$ref" in p]
     assert {"enum": ["acme", "fuzz"]} in tenant_id["schema"]["allOf"]  # the service's values, within the filter's
+
+
+class RemovingWidgetMoves(WidgetMoves, TenantRemoval):
+    """A move provider that also hides, restores and purges a tenant's widgets (a TenantRemoval)."""
+
+    def hide_resources(self, tenant_id: str) -> None:
+        """Nothing to hide."""
+
+    def restore_resources(self, tenant_id: str) -> None:
+        """Nothing to restore."""
+
+    def purge_resources(self, tenant_id: str) -> None:
+        """Nothing to purge."""
+
+
+def codes_of(answer: dict) -> list[str]:
+    """The error codes an answer's description names."""
+    return re.findall(r"``([a-z0-9.*-]+)``", answer["description"])
+
+
+def test_only_the_codes_the_options_make_possible_are_named(admin):
+    plain = openapi(describe_pipeline(TenantPath(admin(WidgetService()), {}), tag_collections=("servers",)))
+    removing = admin(WidgetService(), move_provider="tests.unit.openapi.test_document:RemovingWidgetMoves")
+    removal = openapi(describe_pipeline(TenantPath(removing, {}), tag_collections=("servers",)))
+    shared = admin(service, admin_api="false", state_memcached_servers="127.0.0.1:9", state_store_timeout="0.1")
+    states = openapi(describe_pipeline(TenantPath(shared, {}), tag_collections=("servers",)))
+    tenant, listing = "/{version}/{tenant_id}", "/{version}/{tenant_id}/servers"
+    # removal-failed: only a TenantRemoval hides and restores a tenant's resources.
+    assert "tenancy.removal-failed" not in codes_of(plain["paths"][tenant]["delete"]["responses"]["503"])
+    assert "tenancy.removal-failed" in codes_of(removal["paths"][tenant]["delete"]["responses"]["503"])
+    # state-store-unavailable: only with state_memcached_servers (fail_closed).
+    assert "tenancy.state-store-unavailable" not in codes_of(plain["paths"][listing]["get"]["responses"]["503"])
+    assert "tenancy.state-store-unavailable" in codes_of(states["paths"][listing]["get"]["responses"]["503"])
+    # method-override-refused: only with method_override = refuse.
+    for options, named in (({}, False), ({"method_override": "refuse"}, True)):
+        culled = openapi(describe_pipeline(AdminCull(TenantPath(service, {}), options), tag_collections=("servers",)))
+        codes = codes_of(culled["paths"][listing]["get"]["responses"]["400"])
+        assert ("tenancy.method-override-refused" in codes) == named
+        # It reads a form for a _method field only when it judges overrides (not when it refuses them).
+        assert ("tenancy.unreadable-form" in codes) != named
+        assert ("413" in culled["paths"][listing]["get"]["responses"]) != named
+    # A long mount makes every path deeper than max_segments.
+    culler = AdminCull(TenantPath(service, {}), {"max_segments": "8"})
+    for prefix, deep in (("/a/b/c/d/e", False), ("/a/b/c/d/e/f", True)):
+        mounted = openapi(describe_pipeline(culler, tag_collections=("servers",), prefix=prefix))
+        codes = codes_of(mounted["paths"][prefix + "/{version}/servers"]["get"]["responses"]["400"])
+        assert ("tenancy.path-too-deep" in codes) == deep
+        target = prefix + "/v2.1/servers"
+        status, _, body = call(culler, make_environ("GET", target, [("Accept", "application/json;version=2.1")]))
+        assert (status == 400 and json.loads(body)["errors"][0]["code"] == "tenancy.path-too-deep") == deep
+
+
+def test_admin_culls_form_answers_are_named_where_it_reads_forms():
+    pipeline = AdminCull(TenantPath(Idempotency(TagQueryFilter(service, {}), {"backend": "memory"}), {}), {})
+    document = openapi(describe_pipeline(pipeline, tag_collections=("servers",)))
+    form = {
+        (method, path)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if "tenancy.form-too-large" in codes_of(operation["responses"].get("413", {"description": ""}))
+    }
+    # /v2.1/servers reads as a tenant call, PUT/DELETE of tenant servers; a tenant named like a version does the same.
+    assert {
+        ("get", "/{version}/servers"),
+        ("post", "/{version}/servers"),
+        ("post", "/{version}/{tenant_id}/servers"),
+    } <= form
+    # A tag named action ends the path in .../action, which GET of the action namespace culls.
+    assert ("put", "/{version}/{tenant_id}/servers/{resource_id}/tags/{tag}") in form
+    # DELETE of the tags of a resource: never admin for another method (a resource named v1 is culled itself).
+    assert ("delete", "/{version}/{tenant_id}/servers/{resource_id}/tags") not in form
+    for method, path in form:
+        assert "tenancy.unreadable-form" in codes_of(document["paths"][path][method]["responses"]["400"])
+    body = b"a=1" * 400000
+    for target in ("/v2.1/servers", "/v2.1/v1/servers"):
+        environ = make_environ("POST", target, [("Content-Type", "application/x-www-form-urlencoded")], body)
+        status, _, answer = call(pipeline, environ)
+        assert (status, json.loads(answer)["errors"][0]["code"]) == (413, "tenancy.form-too-large")
+
+
+def test_a_token_with_no_scope_is_only_refused():
+    guard = Idempotency(TagQueryFilter(service, {}), {"backend": "memory", "keystone_scope": "false"})
+    pipeline = TenantPath(guard, {})
+    document = openapi(describe_pipeline(pipeline, tag_collections=("servers",)))
+    tenantless, under_tenant = (
+        document["paths"][p]["post"] for p in ("/{version}/servers", "/{version}/{tenant_id}/servers")
+    )
+    # Without a tenant (and no shared_scope, no keystone_scope) every token is refused before the body is read.
+    assert sorted(tenantless["responses"]) == ["400", "414", "default"]
+    assert "Idempotent-Replayed" not in tenantless["responses"]["default"].get("headers", {})
+    assert {"409", "413", "Idempotent-Replayed"} <= set(under_tenant["responses"]) | set(
+        under_tenant["responses"]["default"]["headers"]
+    )
+    token = [("X-Client-Token", "t1"), ("Content-Type", "application/json")]
+    assert described_problems(document, pipeline, "POST", "/v2.1/servers", token) == []

@@ -8,12 +8,16 @@ into every answer it can give: each operation of the description with
 each request that makes a filter refuse, redirect or answer.  Every
 answer must be one its operation lists (status, headers, body valid
 against the listed schema, error code among the listed ones), every
-(path, method, status) listed must be reached, and every header listed
-for one sent.  Three pipelines
-(:data:`VARIANTS`): the API-WG error shape; nova's with microversions and
-no representations; a public endpoint (``admin_cull`` in front, no admin
-API, a tenant id pattern, the token's project checked, ``422`` for a
-reused token).
+(path, method, status) listed must be reached, every header listed
+for one sent, and every error code a description names answered.  Five pipelines
+(:data:`VARIANTS`): the API-WG error shape, with ``version_discovery``;
+nova's with microversions and no representations; a public endpoint
+(``admin_cull`` in front, no admin API, a tenant id pattern, the token's
+project checked, ``422`` for a reused token); nova's urlmap mount
+(``/v2.1``) with ``tenant_in_path = always`` and ``strip_tenant``; a
+``/compute`` mount with ``tenant_in_path = never`` and ``token_tenant``.
+With the default ``tenant_in_path = optional`` both forms of the
+servers' calls are driven, under a tenant and without one.
 
 Each call's requests run in a world of their own (a fresh SQLite registry
 and tag store, seeded through an admin endpoint), so no call's requests
@@ -22,6 +26,7 @@ change what another's find.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -41,7 +46,7 @@ from tenancy_mw.openapi import describe_pipeline
 from tenancy_mw.tags.filter import TagQueryFilter
 from tenancy_mw.tags.store import TagStore
 from tenancy_mw.tenants.admin.filter import TenantAdmin
-from tenancy_mw.tenants.path_filter import TenantPath
+from tenancy_mw.tenants.path_filter import STRIPPED_KEY, TenantPath
 from tenancy_mw.tenants.removal import TenantRemoval
 from tests.support.openapi_checks import UNLISTED, body_problems, documented, response_key, template_of
 from tests.support.tagged_servers import ServerService
@@ -50,12 +55,19 @@ from tests.support.wsgi import call, make_environ
 MICROVERSIONS = "v2.1 compute 2.1 2.95 X-OpenStack-Nova-API-Version"
 #: The pipelines described and driven: options for every filter ("common") and for each one; with or
 #: without admin_cull in front.  "public" is a public endpoint: no admin API, tenants checked harder.
+#: "prefix" is the service's mount (SCRIPT_NAME).
 VARIANTS: dict[str, dict] = {
-    "api-wg": {},
+    "api-wg": {"tenant_admin": {"version_discovery": "true"}},
     "nova": {"common": {"error_format": "nova", "microversions": MICROVERSIONS},
              "tenant_admin": {"representations": "false"}},
     "public": {"admin_cull": {}, "tenant_admin": {"admin_api": "false"}, "idempotency": {"mismatch_status": "422"},
                "tenant_path": {"tenant_id_pattern": "[a-z0-9-]+", "check_token_project": "true"}},
+    # nova's urlmap: mounted at the version, the tenant stripped; every path names a tenant.
+    "always": {"prefix": "/v2.1", "tenant_admin": {"tenant_in_path": "always"},
+               "tenant_path": {"tenant_in_path": "always", "strip_tenant": "true"}},
+    # No tenant in any path: the token's project is the tenant.
+    "never": {"prefix": "/compute", "tenant_admin": {"tenant_in_path": "never"},
+              "tenant_path": {"tenant_in_path": "never", "token_tenant": "true"}},
 }  # fmt: skip
 
 
@@ -75,26 +87,71 @@ class FailingRemoval(TenantRemoval):
 
 DEFAULTS = {"version": "v2.1", "tenant_id": "acme", "resource_id": "s1", "tag": "red", "resource_path": "servers/s1"}
 PROVIDER = "tests.support.tagged_servers:ServerMoves"
+#: Destinations the move provider refuses with the status they name (a status the move answers itself too).
+REFUSING = ("refuses-400", "refuses-404", "refuses-410", "refuses-412")
+FORM = ("Content-Type", "application/x-www-form-urlencoded")
+#: One path segment, 101 once backslashes read as separators (admin_cull's max_segments is 100).
+DEEP = "\\".join("a" * 101)
+
+
+class Seeded:
+    """The world every call starts from, made once: tenants (a deleted one, one being purged, one moved away) and a tag.
+
+    Made through an admin endpoint over a fresh registry and tag store in
+    *folder*; each :class:`World` copies the two databases and the service's servers.
+    """
+
+    def __init__(self, folder, template) -> None:
+        self.registry, self.tags = folder / "tenants.sqlite", folder / "tags.sqlite"
+        shutil.copy(template, self.registry)
+        store = TagStore("sqlite:///%s" % self.tags, max_tags=3, create_tables=True)
+        service = ServerService(store)
+        seeder = TenantAdmin(service, {"connection": "sqlite:///%s" % self.registry, "move_provider": PROVIDER})
+        app = TenantPath(seeder, {})
+        try:
+            requests = [
+                ("PUT", "/v2.1/" + tenant, b"{}")
+                for tenant in ("acme", "dest", "gone", "moved", "full", "taken", "boom", *REFUSING)
+            ]
+            requests += [("PUT", "/v2.1/purging", b"{}"), ("DELETE", "/v2.1/purging", b"")]
+            for method, target, body in requests:
+                assert call(app, make_environ(method, target, (), body))[0] < 400, (method, target)
+            # A purge whose removal fails leaves the tenant marked purging (restore: 409).
+            assert "purging" in seeder.registry.purge(timedelta(0), removal=FailingRemoval()).failed
+            requests = [("DELETE", "/v2.1/gone", b""), ("POST", "/v2.1/moved/action/move?dest=dest", b"")]
+            requests += [("PUT", "/v2.1/acme/servers/s1/tags/red", b"")]
+            for method, target, body in requests:
+                assert call(app, make_environ(method, target, (), body))[0] < 400, (method, target)
+        finally:
+            seeder.close()
+            store.close()
+        self.servers, self.moved_out = dict(service.servers), set(service.moved_out)
 
 
 class World:
-    """One pipeline over fresh databases: *kind* ``good``, ``broken_registry`` or ``broken_stores``."""
+    """One pipeline over a copy of the *seeded* databases: *kind* ``good``, ``broken_registry`` or ``broken_stores``."""
 
-    def __init__(self, folder, template, variant: str, kind: str) -> None:
+    def __init__(self, folder, seeded: Seeded, variant: str, kind: str) -> None:
         variant_options = VARIANTS[variant]
 
         def options(name: str) -> dict:
             return {**variant_options.get("common", {}), **variant_options.get(name, {})}
 
+        #: The service's mount (SCRIPT_NAME), before every path of the description.
+        self.prefix = variant_options.get("prefix", "")
         self.registry = "sqlite:///%s" % (folder / "tenants.sqlite")
         if kind == "broken_registry":
             (folder / "tenants.sqlite").touch()  # no tables: every registry read fails
         else:
-            shutil.copy(template, folder / "tenants.sqlite")
+            shutil.copy(seeded.registry, folder / "tenants.sqlite")
+        if kind != "broken_stores":  # else no tables: every tag store call fails
+            shutil.copy(seeded.tags, folder / "tags.sqlite")
         tags = "sqlite:///%s" % (folder / "tags.sqlite")
-        self.tag_store = TagStore(tags, max_tags=3, create_tables=kind != "broken_stores")
+        self.tag_store = TagStore(tags, max_tags=3, create_tables=False)
         self.tag_error_format = options("tag_query").get("error_format", "api-wg")
         self.service = ServerService(self.tag_store, self.tag_error_format)
+        if kind != "broken_registry":
+            self.service.servers, self.service.moved_out = dict(seeded.servers), set(seeded.moved_out)
         store = {"backend": "memory"}
         if kind == "broken_stores":
             store = {"backend": "memcached", "memcached_servers": "127.0.0.1:9", "secret": "s", "store_timeout": "0.2"}
@@ -105,37 +162,29 @@ class World:
         admin = {"connection": self.registry, "max_body_bytes": "1024", "move_provider": PROVIDER}
         self.admin = TenantAdmin(self.idempotency, {**options("tenant_admin"), **admin})
         app = TenantPath(self.admin, options("tenant_path"))
-        if "admin_cull" in variant_options:
+        #: Whether an admin_cull is in front.
+        self.culled = "admin_cull" in variant_options
+        if self.culled:
             app = AdminCull(app, options("admin_cull"))
         self.app = RequestId(app)
         self.answers: list[tuple] = []
-        if kind != "broken_registry":
-            self._seed(tag=kind == "good")
 
-    def _seed(self, tag: bool) -> None:
-        """Tenants, a deleted one, one being purged, one moved away, a tag: made through an admin endpoint."""
-        seeder = TenantAdmin(self.service, {"connection": self.registry, "move_provider": PROVIDER})
-        app = TenantPath(seeder, {})
-        try:
-            requests = [
-                ("PUT", "/v2.1/" + tenant, b"{}")
-                for tenant in ("acme", "dest", "gone", "moved", "full", "taken", "boom")
-            ]
-            requests += [("PUT", "/v2.1/purging", b"{}"), ("DELETE", "/v2.1/purging", b"")]
-            for method, target, body in requests:
-                assert call(app, make_environ(method, target, (), body))[0] < 400, (method, target)
-            # A purge whose removal fails leaves the tenant marked purging (restore: 409).
-            assert "purging" in seeder.registry.purge(timedelta(0), removal=FailingRemoval()).failed
-            requests = [("DELETE", "/v2.1/gone", b""), ("POST", "/v2.1/moved/action/move?dest=dest", b"")]
-            requests += [("PUT", "/v2.1/acme/servers/s1/tags/red", b"")] if tag else []
-            for method, target, body in requests:
-                assert call(app, make_environ(method, target, (), body))[0] < 400, (method, target)
-        finally:
-            seeder.close()
+    def describe(self) -> dict:
+        """The description of this world's pipeline."""
+        return describe_pipeline(
+            self.app, tag_collections=("servers",), prefix=self.prefix, tag_error_format=self.tag_error_format
+        )
+
+    def environ(self, method: str, target: str, headers=(), body: bytes = b"", stripped=False, **keys) -> dict:
+        """The environ of a request below the mount, with *keys* set (and a tenant segment already *stripped*)."""
+        environ = make_environ(method, target, headers, body, script_name=self.prefix)
+        if stripped:
+            environ[STRIPPED_KEY] = True
+        return {**environ, **keys}
 
     def send(self, method: str, target: str, headers=(), body: bytes = b"", environ=None) -> tuple:
         """Send one request; keep ``(method, target, status, headers, body)``."""
-        environ = environ or make_environ(method, target, headers, body)
+        environ = environ or self.environ(method, target, headers, body)
         status, answer_headers, answer_body = call(self.app, environ)
         self.answers.append((method, target, status, answer_headers, answer_body))
         return status, answer_headers, answer_body
@@ -155,20 +204,49 @@ def fill(template: str, **values: str) -> str:
 
 
 def generic(world: World, template: str, method: str) -> None:
-    """What any call is sent: as is, under unknown, deleted and moved tenants, with a bad path and target."""
+    """What any call is sent.
+
+    As is; under unknown, deleted, moved, invalid and too deep tenants (or,
+    without a tenant in the path, resources named like admin segments and
+    the tenants of confirmed tokens); with a tenant segment already
+    stripped; with paths with no canonical form and an environ that is not
+    PEP 3333's; with another project's token, a target too long, too many
+    versions in Accept, an empty tag query.
+    """
     data = b'{"tags": ["a"]}' if method in ("PUT", "POST") else b""
     world.send(method, fill(template), body=data)
-    for tenant in ("nobody", "gone", "purging", "moved", "x" * 256, "a%00b", "Not_Matching", "action"):
-        world.send(method, fill(template, tenant_id=tenant, resource_path="servers/s9"), body=data)
+    if "{tenant_id}" in template:
+        for tenant in ("nobody", "gone", "purging", "moved", "x" * 256, "a%00b", "Not_Matching", "action"):
+            world.send(method, fill(template, tenant_id=tenant, resource_path="servers/s9"), body=data)
+        world.send(method, fill(template, tenant_id=DEEP), body=data)
+        # A tenant_path that strips finds the tenant segment already stripped (a second one, behind a urlmap).
+        world.send(method, fill(template), environ=world.environ(method, fill(template), body=data, stripped=True))
+    else:  # a tenant-less call: a resource named like an admin segment, the tenants of tokens
+        if "{resource_id}" in template:
+            for resource in ("action", DEEP):
+                world.send(method, fill(template, resource_id=resource), body=data)
+        for project in ("nobody", "gone", "a\x01b"):
+            token = [("X-Identity-Status", "Confirmed"), ("X-Project-Id", project)]
+            world.send(method, fill(template), token, data)
+    # Paths with no canonical form, environs that are not PEP 3333's.
+    for raw in ("%s\u0100" % fill(template), 5):
+        world.send(method, fill(template), environ=world.environ(method, fill(template), body=data, RAW_URI=raw))
     world.send(method, fill(template), [("X-Identity-Status", "Confirmed"), ("X-Project-Id", "other")], data)
     world.send(method, fill(template) + "?pad=" + "a" * 9000, body=data)
+    versions = ", ".join("application/json;version=2.%d" % n for n in range(10))
+    world.send(method, fill(template), [("Accept", versions)], data)
     if method in ("GET", "HEAD"):
         world.send(method, fill(template) + "?tags=")
 
 
+def scope(template: str) -> list[tuple[str, str]]:
+    """The headers that give a client token its scope: none under a tenant, else a confirmed token's project."""
+    return [] if "{tenant_id}" in template else [("X-Identity-Status", "Confirmed"), ("X-Project-Id", "acme")]
+
+
 def broken(world: World, template: str, method: str) -> None:
     """A call while a database or store is down (with a client token for a POST)."""
-    world.send(method, fill(template, tag="new"), [("X-Client-Token", "t1")], b'{"tags": ["a"]}')
+    world.send(method, fill(template, tag="new"), [("X-Client-Token", "t1"), *scope(template)], b'{"tags": ["a"]}')
 
 
 def tenant_calls(world: World, template: str, method: str) -> None:
@@ -180,6 +258,8 @@ def tenant_calls(world: World, template: str, method: str) -> None:
         world.send("PUT", fill(template), body=b"[1]")
         world.send("PUT", fill(template), body=b"x" * 2000)
         world.send("PUT", fill(template), [("Transfer-Encoding", "chunked")])
+        world.send("PUT", fill(template), [("Content-Length", "two")], b"{}")
+        world.send("PUT", fill(template), environ=world.environ("PUT", fill(template), body=b"{}", CONTENT_LENGTH="9"))
     if template.endswith("restore"):
         world.send("POST", fill(template))  # active: 409
         world.send("DELETE", fill(template.rsplit("/action", 1)[0]))
@@ -191,7 +271,7 @@ def move_calls(world: World, template: str, method: str) -> None:
     base = fill(template)
     if method == "POST":
         world.send(method, base + "?dest=dest", [("If-Match", '"stale"')])  # 412 with the current ETag
-    for dest in ("nobody", "gone", "boom", "full", "taken", "acme", "dest"):  # "dest" last: it moves
+    for dest in ("nobody", "gone", "boom", "full", "taken", *REFUSING, "acme", "dest"):  # "dest" last: it moves
         world.send(method, base + "?dest=" + dest)
     world.send(method, base)
     if "{resource_path}" in template:
@@ -220,18 +300,37 @@ def tag_calls(world: World, template: str, method: str) -> None:
 
 def token_calls(world: World, template: str, method: str) -> None:
     """A guarded POST: replayed, reused, in flight, malformed, too large, chunked."""
-    url = fill(template)
-    world.send(method, url, [("X-Client-Token", "t1")], b"{}")
-    world.send(method, url, [("X-Client-Token", "t1")], b"{}")  # replayed
-    world.send(method, url, [("X-Client-Token", "t1")], b'{"other": 1}')  # reused
-    world.send(method, url, [("X-Client-Token", '"unterminated')], b"{}")
-    world.send(method, url, [("X-Client-Token", "t2")], b"x" * 3000)
-    world.send(method, url, [("X-Client-Token", "t3"), ("Transfer-Encoding", "chunked")])
+    url, scoped = fill(template), scope(template)
+    world.send(method, url, [("X-Client-Token", "t1"), *scoped], b"{}")
+    world.send(method, url, [("X-Client-Token", "t1"), *scoped], b"{}")  # replayed
+    world.send(method, url, [("X-Client-Token", "t1"), *scoped], b'{"other": 1}')  # reused
+    world.send(method, url, [("X-Client-Token", '"unterminated'), *scoped], b"{}")
+    world.send(method, url, [("X-Client-Token", "t2"), *scoped], b"x" * 3000)
+    world.send(method, url, [("X-Client-Token", "t3"), ("Transfer-Encoding", "chunked"), *scoped])
+    if scoped:
+        world.send(method, url, [("X-Client-Token", "t4")], b"{}")  # no tenant to scope it to
     idempotency = world.idempotency
     key = idempotency.codec.store_key("acme", "busy", False)
     lease = Record.lease("another", fingerprint(method, url, "", b"{}", None), time.time())
     idempotency.store.claim(key, idempotency.codec.encode(key, lease), 60)
-    world.send(method, url, [("X-Client-Token", "busy")], b"{}")
+    world.send(method, url, [("X-Client-Token", "busy"), *scoped], b"{}")
+
+
+def form_calls(world: World, template: str, method: str) -> None:
+    """Form bodies (over 1 MiB, cut short) where admin_cull reads them: a path admin for another method.
+
+    The path parameters take ordinary values, ones read as a version (the
+    segment after it as a tenant: ``POST /v2.1/v1/servers``) and the admin
+    segment ``action``, until one such path is found.
+    """
+    names = [name for name in re.findall(r"{(\w+)}", template) if name != "version"]
+    for chosen in itertools.product(("x1", "v1", "action"), repeat=len(names)):
+        url = fill(template, **dict(zip(names, chosen, strict=True)))
+        large = world.environ(method, url, [FORM], b"a=1", CONTENT_LENGTH=str(2**20 + 1))
+        status, _, body = world.send(method, url, environ=large)
+        if status == 413 and b"tenancy.form-too-large" in body:
+            world.send(method, url, environ=world.environ(method, url, [FORM], b"a=1", CONTENT_LENGTH="9"))
+            return
 
 
 def exercise(world: World, template: str, method: str, kind: str) -> None:
@@ -240,6 +339,8 @@ def exercise(world: World, template: str, method: str, kind: str) -> None:
     if kind != "good":
         return broken(world, template, method)
     generic(world, template, method)
+    if world.culled:
+        form_calls(world, template, method)
     if "/action/move" in template:
         move_calls(world, template, method)
     elif "/tags" in template:
@@ -280,35 +381,34 @@ def problems(document: dict, answer: tuple) -> tuple[tuple | None, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory):
-    path = tmp_path_factory.mktemp("registry") / "template.sqlite"
-    migrations.upgrade("sqlite:///%s" % path, ["tenants"])
-    return path
+def seeded(tmp_path_factory) -> Seeded:
+    folder = tmp_path_factory.mktemp("seeded")
+    migrations.upgrade("sqlite:///%s" % (folder / "template.sqlite"), ["tenants"])
+    return Seeded(folder, folder / "template.sqlite")
 
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
-def driven(request, template, tmp_path_factory):
+def driven(request, seeded, tmp_path_factory):
     """The variant's description, and every answer its pipeline gave to every call of it."""
     variant = request.param
     folder = tmp_path_factory.mktemp(variant)
     (folder / "describe").mkdir()
-    first = World(folder / "describe", template, variant, "good")
-    document = describe_pipeline(first.app, tag_collections=("servers",), tag_error_format=first.tag_error_format)
+    first = World(folder / "describe", seeded, variant, "good")
+    document = first.describe()
     validate({**document, "info": {"title": variant, "version": "1"}})
-    answers = list(first.answers)
     first.close()
-    count = 0
+    answers: list[tuple] = []
+    count, described = 0, set()
     for path, item in document["paths"].items():
         for method in item:
             for kind in ("good", "broken_registry", "broken_stores"):
                 count += 1
                 (folder / str(count)).mkdir()
-                world = World(folder / str(count), template, variant, kind)
+                world = World(folder / str(count), seeded, variant, kind)
                 try:
-                    described = describe_pipeline(
-                        world.app, tag_collections=("servers",), tag_error_format=world.tag_error_format
-                    )
-                    assert described == document
+                    if kind not in described:  # the description is the chain's, not its stores'
+                        assert world.describe() == document
+                        described.add(kind)
                     exercise(world, path, method, kind)
                 finally:
                     world.close()
@@ -327,7 +427,7 @@ def test_every_answer_the_description_lists_is_reached(driven):
     reached = {problems(document, answer)[0] for answer in answers} - {None}
     missing = sorted(documented(document) - reached)
     assert not missing, "described but never answered:\n%s" % "\n".join(map(str, missing))
-    assert len(reached) > 80  # the set is not empty by accident
+    assert len(reached) > 40  # the set is not empty by accident
 
 
 def test_every_header_the_description_lists_is_sent(driven):
@@ -348,9 +448,9 @@ def test_every_header_the_description_lists_is_sent(driven):
     assert not missing, "headers described but never sent:\n%s" % "\n".join(map(str, missing))
 
 
-def test_other_methods_are_refused_with_the_described_methods_allowed(driven, template, tmp_path):
+def test_other_methods_are_refused_with_the_described_methods_allowed(driven, seeded, tmp_path):
     variant, document, _ = driven
-    world = World(tmp_path, template, variant, "good")
+    world = World(tmp_path, seeded, variant, "good")
     try:
         for path, item in document["paths"].items():
             if path.endswith("/servers"):
@@ -361,3 +461,38 @@ def test_other_methods_are_refused_with_the_described_methods_allowed(driven, te
             assert headers["Allow"] == ", ".join(sorted(method.upper() for method in item)), path
     finally:
         world.close()
+
+
+def named_codes(document: dict) -> set[tuple[str, str, str, str]]:
+    """Every (path, method, status, error code) the description's answers name (a family ends in ``*``)."""
+    return {
+        (path, method, status, code)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        for status, response in operation["responses"].items()
+        for code in re.findall(r"``([a-z0-9.*-]+)``", response["description"])
+    }
+
+
+def test_every_error_code_the_description_names_is_answered(driven):
+    """Each call's answers of each status give every error code that status names (HEAD's have no body)."""
+    variant, document, answers = driven
+    if VARIANTS[variant].get("common", {}).get("error_format") == "nova":
+        pytest.skip("nova's fault body names no error code")
+    answered = set()
+    for method, target, status, _, body in answers:
+        if body and status >= 400:
+            errors = json.loads(body).get("errors")
+            if errors:
+                answered.add((template_of(document, target), method.lower(), status, errors[0]["code"]))
+
+    def reached(path: str, method: str, status: str, code: str) -> bool:
+        statuses = {int(status)} if status.isdigit() else set(range(400, 500))
+        family = code[:-1] if code.endswith("*") else None
+        return any(
+            (p, m) == (path, method) and s in statuses and (c == code or (family and c.startswith(family)))
+            for p, m, s, c in answered
+        )
+
+    missing = sorted(named for named in named_codes(document) if named[1] != "head" and not reached(*named))
+    assert not missing, "error codes described but never answered:\n%s" % "\n".join(map(str, missing))

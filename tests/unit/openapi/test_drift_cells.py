@@ -6,12 +6,14 @@ none, malformed, uuids above and below the switch, versions malformed and
 out of range, a path with no canonical form, and a third cell that refuses
 connections.  Each answer the filter gives must be the listed response of
 its status (headers, a body valid against its schema, an error code it
-names) on a path the description has; each listed response must be given.
+names) on a path the description has; each listed response must be given,
+and each error code it names answered (in the API-WG shape, which carries it).
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from openapi_spec_validator import validate
@@ -107,3 +109,22 @@ def test_every_refusal_is_a_described_response_and_every_described_one_is_given(
         found += body_problems(document, responses[name], json.loads(body), where)
     assert not found, "\n".join(found)
     assert given == set(responses)
+
+
+def test_every_error_code_a_response_names_is_answered(driven):
+    document, answers = driven
+    if not any(b"errors" in body for _, _, _, body in answers):
+        pytest.skip("nova's fault body names no error code")
+    answered = {
+        (status, json.loads(body)["errors"][0]["code"])
+        for _, status, headers, body in answers
+        if "X-Served-By" not in headers
+    }
+    missing = []
+    for name, response in document["components"]["responses"].items():
+        status = int(name[len("IdResolver") :])
+        for code in re.findall(r"``([a-z0-9.*-]+)``", response["description"]):
+            family = code[:-1] if code.endswith("*") else None
+            if not any(s == status and (c == code or (family and c.startswith(family))) for s, c in answered):
+                missing.append((status, code))
+    assert not missing, "error codes described but never answered: %s" % missing
