@@ -302,6 +302,23 @@ def test_cull_leaves_out_what_the_public_admin_cull_refuses_and_the_links_to_it(
     assert cull(document, TenantPath(service, {})) == document  # no admin_cull: nothing culled
 
 
+def test_cull_reads_the_version_segment_as_the_cullers_version_pattern_does():
+    # With version_pattern = v2(.N): {version} judged as v1 is no version, and the rule never matched.
+    public = AdminCull(service, {"rules": "DELETE /{version}/os-services/*", "version_pattern": r"v2(\.[0-9]+)?"})
+    assert public.judge(make_environ("DELETE", "/v2.1/os-services/7")) is not None  # the filter refuses it
+    assert public.judge(make_environ("GET", "/v2.1/os-services/7")) is None
+    document = {
+        "openapi": OPENAPI_VERSION,
+        "paths": {
+            "/compute/{version}/os-services/{id}": {
+                "get": {"responses": {"200": {"description": "A service."}}},
+                "delete": {"responses": {"204": {"description": "Deleted."}}},
+            }
+        },
+    }
+    assert sorted(cull(document, public)["paths"]["/compute/{version}/os-services/{id}"]) == ["get"]
+
+
 SAMPLE_IDS = ["acme", "Bob's Tenant", "∑∞", "∑" * 255, "x" * 255, "100%", "a.b", "...", "",
               "x" * 256, "a/b", ".", "..", "a%2Fb", "a%u0041", "tab\there", "del\x7f", "acme\n",
               "\u2028%41", "a\u2029"]  # fmt: skip
