@@ -219,7 +219,9 @@ def merge(document: dict, *fragments: dict) -> dict:
       out: the document describes the service's answers.
 
     A component both name, or another key both set, with two different
-    values raises :class:`ValueError` naming it; the same description twice
+    values raises :class:`ValueError` naming it, and so does one path both
+    spell with other parameter names (``/{version}/{project_id}/servers``
+    and ``/{version}/{tenant_id}/servers``); the same description twice
     is fine (a service's two pipelines give the same components).  The
     fragments are OpenAPI 3.1: a *document* of another version is refused.
 
@@ -247,8 +249,17 @@ def merge(document: dict, *fragments: dict) -> dict:
             for name, value in entries.items():
                 _add(target, name, value, "components/%s/%s" % (section, name))
         for path, item in fragment.get("paths", {}).items():
+            _refuse_a_renamed_path(merged, path)
             _merge_path_item(merged, path, item)
     return merged
+
+
+def _refuse_a_renamed_path(merged: dict, path: str) -> None:
+    """Two paths that differ only in their parameters' names are one path (OpenAPI: invalid)."""
+    template = re.sub(r"\{[^}]*\}", "{}", path)
+    for other in merged.get("paths", {}):
+        if other != path and re.sub(r"\{[^}]*\}", "{}", other) == template:
+            raise ValueError("%s is described as %s too: name its parameters alike" % (path, other))
 
 
 # The keys of an operation the service's own description keeps when a fragment describes the call too.

@@ -468,6 +468,16 @@ def test_merge_reads_a_referenced_parameter():
     assert {"enum": ["acme", "fuzz"]} in tenant_id["schema"]["allOf"]  # the service's values, within the filter's
 
 
+def test_merge_refuses_a_path_both_spell_with_other_parameter_names():
+    """``/{version}/{project_id}/servers`` and the fragment's ``/{version}/{tenant_id}/servers`` are one
+    path: both in the document is invalid OpenAPI, and the service's list would not gain the tag query."""
+    listing = {"get": {"responses": {"200": {"description": "The servers."}}}}
+    own = {"openapi": OPENAPI_VERSION, "paths": {"/{version}/{project_id}/servers": listing}}
+    fragment = describe_pipeline(TenantPath(TagQueryFilter(service, {}), {}), tag_collections=("servers",))
+    with pytest.raises(ValueError, match=r"/\{version\}/\{tenant_id\}/servers is described as .*project_id"):
+        merge(own, fragment)
+
+
 def test_merge_keeps_the_services_path_level_parameter_the_fragments_call_overrides():
     """The service lists ``tenant_id`` on the path item, the fragment on the call: the call's would
     override the service's, and the document would take tenant ids the service refuses."""
