@@ -211,7 +211,7 @@ def merge(document: dict, *fragments: dict) -> dict:
       satisfies both schemas (the filter checks it before the service sees
       it), whether either lists it on the path or on the call;
     - answers by status; one status both describe has either body (an
-      ``anyOf`` of the two schemas) and each header, required only where
+      ``anyOf`` of the two schemas) and each header (either value), required only where
       both require it;
     - the document's ``operationId``, ``summary``, ``description``,
       ``requestBody`` and ``tags`` are kept, and a fragment's ``default``
@@ -401,6 +401,9 @@ def _merged_answer(merged: dict, own: dict, added: dict) -> dict:
         both = key in mine_headers and key in their_headers
         required = both and mine_headers[key][1].get("required", False) and their_headers[key][1].get("required", False)
         headers[name] = dict(value, required=bool(required))
+        schemas = [found[key][1].get("schema") for found in (mine_headers, their_headers)] if both else []
+        if schemas and None not in schemas and schemas[0] != schemas[1]:
+            headers[name]["schema"] = {"anyOf": schemas}  # the service's value or the filter's
     if headers:
         answer["headers"] = headers
     links = dict(added.get("links", {}), **own.get("links", {}))

@@ -468,6 +468,19 @@ def test_merge_reads_a_referenced_parameter():
     assert {"enum": ["acme", "fuzz"]} in tenant_id["schema"]["allOf"]  # the service's values, within the filter's
 
 
+def test_merge_an_answer_header_both_describe_takes_either_value():
+    """The service's ``Retry-After`` is seconds, the filter's a date: one status both describe has either."""
+    seconds, date = {"type": "integer"}, {"type": "string", "format": "date-time"}
+
+    def answer(name, schema):
+        return {"paths": {"/a": {"get": {"responses": {"503": {"description": "Later.", "headers": {
+            name: {"required": True, "schema": schema}}}}}}}}  # fmt: skip
+
+    merged = merge(dict(answer("Retry-After", seconds), openapi=OPENAPI_VERSION), answer("retry-after", date))
+    header = merged["paths"]["/a"]["get"]["responses"]["503"]["headers"]["Retry-After"]
+    assert header == {"required": True, "schema": {"anyOf": [seconds, date]}}
+
+
 def test_merge_refuses_a_path_both_spell_with_other_parameter_names():
     """``/{version}/{project_id}/servers`` and the fragment's ``/{version}/{tenant_id}/servers`` are one
     path: both in the document is invalid OpenAPI, and the service's list would not gain the tag query."""
