@@ -50,7 +50,7 @@ from tenancy_mw.openapi import (
     _tenant_admin,
     _tenant_path,
 )
-from tenancy_mw.openapi._build import Context, Operation, component_schemas, render
+from tenancy_mw.openapi._build import Context, Operation, component_schemas, render, version_sample
 
 __all__ = ["OPENAPI_VERSION", "cull", "describe_pipeline", "merge"]
 
@@ -460,7 +460,7 @@ def _refuses(culler: Any, method: str, path: str) -> bool:
     """Whether the ``admin_cull`` *culler* refuses *method* on a path of the template *path*."""
     # describe_pipeline names the version segment {version}; any other segment is a value.  The
     # version is one the culler reads as a version: its {version} rules test its own version_pattern.
-    version = _version_sample(culler)
+    version = version_sample(culler)
     sample = re.sub(r"\{([^}]+)\}", lambda m: version if m.group(1) == "version" else "x1", path)
     environ = {
         "REQUEST_METHOD": method.upper(),
@@ -473,15 +473,3 @@ def _refuses(culler: Any, method: str, path: str) -> bool:
         "wsgi.url_scheme": "http",
     }
     return culler.judge(environ) is not None
-
-
-# Versions tried, in order, for a {version} segment: the first the culler's version_pattern takes.
-_VERSION_SAMPLES = ("v1", "v2", "v2.1", "v1.0", "v3", "v1.1", "v10", "1", "2", "2.1", "1.0", "v1beta1", "latest")
-
-
-def _version_sample(culler: Any) -> str:
-    """A segment *culler*'s ``version_pattern`` reads as a version (``v1`` for the default one)."""
-    pattern = getattr(culler, "version_re", None)
-    if pattern is None:
-        return "v1"
-    return next((v for v in _VERSION_SAMPLES if pattern.fullmatch(v)), "v1")

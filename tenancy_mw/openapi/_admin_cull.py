@@ -12,7 +12,7 @@ import itertools
 import re
 from typing import Any
 
-from tenancy_mw.openapi._build import Context, refuse_path, version_headers
+from tenancy_mw.openapi._build import Context, refuse_path, version_headers, version_sample
 
 __all__ = ["contribute", "operations"]
 
@@ -95,7 +95,9 @@ def _reads_form(culler: Any, operation: Any) -> bool:
     refuses ``400`` only when it reads it.
     """
     names = re.findall(r"{(\w+)}", operation.path)
-    values = [("v1",) if name == "version" else _SAMPLES for name in names]
+    version = version_sample(culler)
+    samples = tuple(version if sample == "v1" else sample for sample in _SAMPLES)
+    values = [(version,) if name == "version" else samples for name in names]
     pieces = re.split(r"{\w+}", operation.path)
     for chosen in itertools.product(*values):
         path = pieces[0] + "".join(value + piece for value, piece in zip(chosen, pieces[1:], strict=True))

@@ -469,3 +469,20 @@ def refuse_path(operation: Operation, middleware: Any, name: str, too_long: bool
         operation.refuse(414, "tenancy.bad-path.", "a request target over max_target_length (%s)." % name, fmt, headers)
     for parameter in version_parameters(middleware):
         operation.parameter(parameter)
+
+
+# Versions tried, in order, for a {version} segment: the first the filter's version_pattern takes.
+_VERSION_SAMPLES = ("v1", "v2", "v2.1", "v1.0", "v3", "v1.1", "v10", "1", "2", "2.1", "1.0", "v1beta1", "latest")
+
+
+def version_sample(middleware: Any) -> str:
+    """A segment *middleware*'s ``version_pattern`` (its ``version_re``) reads as a version: ``v1`` for the default.
+
+    A filter asked about a path made from a template (``admin_cull``'s
+    judge, by :func:`tenancy_mw.openapi.cull`) must read its ``{version}``
+    as a version, or its ``{version}`` rules never match.
+    """
+    pattern = getattr(middleware, "version_re", None)
+    if pattern is None:
+        return "v1"
+    return next((v for v in _VERSION_SAMPLES if pattern.fullmatch(v)), "v1")

@@ -562,6 +562,21 @@ def test_only_the_codes_the_options_make_possible_are_named(admin):
         assert (status == 400 and json.loads(body)["errors"][0]["code"] == "tenancy.path-too-deep") == deep
 
 
+def test_admin_culls_form_answers_are_named_where_it_reads_forms_under_its_own_version_pattern():
+    """With ``version_pattern = v2(.N)`` the filter still reads a form on a tenant "v2.1"'s servers list (a
+    ``_method`` could make it an admin call): asked with ``v1`` for ``{version}``, it read no version there."""
+    options = {"version_pattern": r"v2(\.[0-9]+)?"}
+    public = AdminCull(TenantPath(TagQueryFilter(service, {}), dict(options)), dict(options))
+    form = [("Content-Type", "application/x-www-form-urlencoded")]
+    status, _, body = call(
+        public, make_environ("GET", "/v2.1/v2.1/servers", form, b"_method=PUT&x=" + b"a" * (1 << 20))
+    )
+    assert status == 413, body
+    fragment = describe_pipeline(public, tag_collections=("servers",))
+    listing = fragment["paths"]["/{version}/{tenant_id}/servers"]["get"]
+    assert "tenancy.form-too-large" in listing["responses"]["413"]["description"]
+
+
 def test_admin_culls_form_answers_are_named_where_it_reads_forms():
     pipeline = AdminCull(TenantPath(Idempotency(TagQueryFilter(service, {}), {"backend": "memory"}), {}), {})
     document = openapi(describe_pipeline(pipeline, tag_collections=("servers",)))
