@@ -209,7 +209,7 @@ def merge(document: dict, *fragments: dict) -> dict:
 
     - parameters by name and place; one both describe takes a value that
       satisfies both schemas (the filter checks it before the service sees
-      it), whether either lists it on the path or on the call;
+      it), whether the fragment lists it on the path or on the call;
     - answers by status; one status both describe has either body (an
       ``anyOf`` of the two schemas) and each header (either value), required only where
       both require it;
@@ -270,12 +270,9 @@ def _merge_path_item(merged: dict, path: str, item: dict) -> None:
     """Add the fragment's path *item* to *merged*'s *path*."""
     target = merged.setdefault("paths", {}).setdefault(path, {})
     path_parameters = item.get("parameters", [])
-    own_path_parameters = copy.deepcopy(target.get("parameters", []))
     for key, value in item.items():
         if key in _METHODS:
-            own = target.get(key)
-            target[key] = _merged_operation(merged, own, value, "%s %s" % (key.upper(), path))
-            _narrow_to_path_parameters(merged, target[key], own, own_path_parameters)
+            target[key] = _merged_operation(merged, target.get(key), value, "%s %s" % (key.upper(), path))
         elif key == "parameters":
             target[key] = _merged_parameters(merged, target.get(key, []), value)
         else:
@@ -288,18 +285,6 @@ def _merge_path_item(merged: dict, path: str, item: dict) -> None:
         overridden = [p for p in path_parameters if _key(p, merged) in listed]
         if overridden:
             target[method]["parameters"] = _merged_parameters(merged, own, overridden)
-
-
-def _narrow_to_path_parameters(merged: dict, operation: dict, own: dict | None, path_parameters: list) -> None:
-    """A parameter the fragment lists on *operation* overrides the document's path-level one of that
-    name and place (unless the document's own operation lists it): it takes what both schemas take."""
-    listed = {_key(p, merged) for p in (own or {}).get("parameters", [])}
-    by_key = {_key(p, merged): p for p in path_parameters}
-    parameters = operation.get("parameters", [])
-    for n, parameter in enumerate(parameters):
-        key = _key(parameter, merged)
-        if key in by_key and key not in listed:
-            parameters[n] = _merged_parameters(merged, [by_key[key]], [parameter])[0]
 
 
 def _parameter(parameter: dict, document: dict) -> dict:

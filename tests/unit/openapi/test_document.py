@@ -491,27 +491,6 @@ def test_merge_refuses_a_path_both_spell_with_other_parameter_names():
         merge(own, fragment)
 
 
-def test_merge_keeps_the_services_path_level_parameter_the_fragments_call_overrides():
-    """The service lists ``tenant_id`` on the path item, the fragment on the call: the call's would
-    override the service's, and the document would take tenant ids the service refuses."""
-    path = "/{version}/{tenant_id}/servers"
-    tenant = {"name": "tenant_id", "in": "path", "required": True, "schema": {"enum": ["acme", "fuzz"]}}
-    own = {
-        "openapi": OPENAPI_VERSION,
-        "info": {"title": "s", "version": "1"},
-        "paths": {path: {"parameters": [tenant], "get": {"responses": {"200": {"description": "The servers."}}}}},
-    }
-    fragment = describe_pipeline(TenantPath(TagQueryFilter(service, {}), {}), tag_collections=("servers",))
-    document = merge(own, fragment)
-    validate(document)
-    for method in ("get", "post"):
-        operation = document["paths"][path].get(method)
-        if operation is None:
-            continue
-        (tenant_id,) = [p for p in operation["parameters"] if p["name"] == "tenant_id"]
-        assert {"enum": ["acme", "fuzz"]} in tenant_id["schema"]["allOf"], method
-
-
 class RemovingWidgetMoves(WidgetMoves, TenantRemoval):
     """A move provider that also hides, restores and purges a tenant's widgets (a TenantRemoval)."""
 
