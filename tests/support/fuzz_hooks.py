@@ -71,8 +71,9 @@ _paths: dict = {}
 
 # Steering: most generated cases (three in four) carry values the demo holds (a real server, service or
 # hypervisor id, a tag it has, a microversion it serves), so the calls behind them are reached,
-# not only refused.  Which cases: a deterministic function of the generated value (a hash), so a
-# seed gives one run.  DEMO_FUZZ_REAL_VALUES: {"path": {NAME or NAME@PATH-PART: [values]},
+# not only refused.  Which cases: a deterministic function of the generated value (a hash); the
+# run still varies a little (what earlier cases deleted, the servers' timing).
+# DEMO_FUZZ_REAL_VALUES: {"path": {NAME or NAME@PATH-PART: [values]},
 # "path_delete": {...} (a DELETE's own), "path_by_operation": {"METHOD /template": {...}},
 # "header": {NAME: [values]}, "query": {NAME: [values]},
 # "tenant_admin": TENANT,
