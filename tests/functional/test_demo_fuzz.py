@@ -32,14 +32,13 @@ import re
 import time
 
 import pytest
+import schemathesis
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
 from tests.support import fuzz
 from tests.support.bypass_corpus import rewrites
 from tests.support.demo import serve_demo
 from tests.support.servers import http_request, raw_request
-
-schemathesis = pytest.importorskip("schemathesis")
 
 SEED = int(os.environ.get("DEMO_FUZZ_SEED", "20261126"))
 EXAMPLES = int(os.environ.get("DEMO_FUZZ_EXAMPLES", "20"))
