@@ -79,6 +79,7 @@ VERB_MODULES: tuple[str, ...] = (
     "tenancy_mw.tenants.manage",
     "tenancy_mw.idempotency.manage",
     "tenancy_mw.cells.manage",
+    "tenancy_mw.cull.manage",
     "tenancy_mw.paste_deploy.manage",
 )
 

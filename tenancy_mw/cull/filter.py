@@ -125,6 +125,7 @@ from tenancy_mw.cull.overrides import (
     override_names,
     urlencoded_method_overrides,
 )
+from tenancy_mw.cull.policy import PolicyError, derive_from_options, log_derivation
 from tenancy_mw.cull.rules import (
     DEFAULT_RULES,
     TENANT_READ_RULE,
@@ -188,6 +189,42 @@ OPTS = [
         "a few dozen at most, and a cap keeps matching cheap whatever the client sends.",
     ),
     max_target_length_opt(),
+    cfg.StrOpt(
+        "policy_namespace",
+        help="Also cull the admin calls of a service's own policy: the name its oslo.policy defaults are "
+        "registered under (entry point group oslo.policy.policies: nova, cinder). Every documented operation "
+        "that oslo.policy lets an admin call and neither a member nor a reader of the project is culled; "
+        "see the admin_cull documentation for how the rule that gates an operation is found. Needs "
+        "oslo.policy (tenancy_mw[policy]). Print the result first with: tenancy-mw-manage cull derive.",
+    ),
+    cfg.StrOpt(
+        "policy_file",
+        help="With policy_namespace: the policy file whose overrides count. Default: the one the service's "
+        "configuration names ([oslo_policy] policy_file and policy_dirs of the configuration this filter "
+        "reads: the service's own when it loads its paste file).",
+    ),
+    cfg.ListOpt(
+        "policy_admin_roles",
+        default=["admin", "member", "reader"],
+        help="With policy_namespace: the roles of the admin oslo.policy is asked about (with their implied roles).",
+    ),
+    cfg.ListOpt(
+        "policy_member_roles",
+        default=["member", "reader"],
+        help="With policy_namespace: the roles of the member oslo.policy is asked about.",
+    ),
+    cfg.ListOpt(
+        "policy_reader_roles",
+        default=["reader"],
+        help="With policy_namespace: the roles of the reader oslo.policy is asked about.",
+    ),
+    cfg.MultiStrOpt(
+        "policy_member_calls",
+        default=[],
+        help="With policy_namespace: operations the derivation reports undecided that are members' calls "
+        "here, one per line as it prints them (METHOD /path, or METHOD /path (action)); they are not "
+        "culled. Undecided operations not named here are culled.",
+    ),
     cfg.ListOpt(
         "admin_roles",
         default=[],
@@ -231,7 +268,7 @@ class AdminCull(TenancyMiddleware):
             operator_rules = parse_rules(options.rules)
         except RuleError as exc:
             raise self.config_error("rules", options.rules, str(exc)) from None
-        self.rules = parse_rules(sources) + operator_rules
+        self.rules = parse_rules(sources) + operator_rules + self._policy_rules(options)
         prepare_folding()
         # Rules grouped by their first literal: one substring test skips a
         # whole group (most paths hold no "action" at all).  Rules without a
@@ -252,6 +289,18 @@ class AdminCull(TenancyMiddleware):
         self.max_target_length = options.max_target_length
         self.refuse_overrides = options.method_override == "refuse"
         self.admin_roles = frozenset(r.strip().lower() for r in options.admin_roles if r.strip())
+
+    def _policy_rules(self, options) -> list:
+        """The rules derived from the service's policy (``policy_namespace``), logged; none without it."""
+        if not options.policy_namespace:
+            return []
+        try:
+            derivation = derive_from_options(options, self.oslo_conf)
+            rules = parse_rules(derivation.rule_lines())
+        except (PolicyError, RuleError) as exc:
+            raise self.config_error("policy_namespace", options.policy_namespace, str(exc)) from None
+        log_derivation(LOG, derivation)
+        return rules
 
     def _rules_for(self, judged: frozenset[str]) -> tuple[list, list, list]:
         """The rules naming a method of *judged*, in three parts.
