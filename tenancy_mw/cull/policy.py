@@ -527,8 +527,10 @@ def _enforcer(rules: list[Any], conf: Any, policy_file: str | None, like: Any = 
         conf([], project="tenancy_mw_policy", default_config_files=[], default_config_dirs=[])
     enforcer = policy.Enforcer(conf, policy_file=policy_file)
     if own and like is not None:
+        # The settings that change how defaults are read (enforce_scope is gone from recent oslo.policy).
         for name in ("enforce_new_defaults", "enforce_scope"):
-            conf.set_override(name, getattr(like.oslo_policy, name), group="oslo_policy")
+            if hasattr(conf.oslo_policy, name) and hasattr(like.oslo_policy, name):
+                conf.set_override(name, getattr(like.oslo_policy, name), group="oslo_policy")
     enforcer.register_defaults(rules)
     try:
         enforcer.load_rules(force_reload=True)

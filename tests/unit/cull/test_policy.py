@@ -1,0 +1,212 @@
+"""admin_cull's rules derived from a service's policy defaults, asked of oslo.policy itself."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from webtest import TestApp
+
+from tenancy_mw.core.base import ConfigError
+from tenancy_mw.cull.filter import AdminCull
+from tenancy_mw.cull.policy import Personas, PolicyError, derive, parse_operation, parse_operation_line
+from tenancy_mw.manage import main
+from tests.support import policy_service
+
+
+@pytest.fixture(scope="module")
+def registered(tmp_path_factory):
+    """The test service's defaults registered as an ``oslo.policy.policies`` entry point."""
+    policy_service.install(tmp_path_factory.mktemp("site"))
+    return policy_service.NAMESPACE
+
+
+def _outcomes(derivation) -> dict[str, str]:
+    return {d.operation.text: d.outcome for d in derivation.decisions}
+
+
+def _reached(environ, start_response):
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [b'{"reached": true}']
+
+
+def test_a_member_gate_keeps_its_call_open_whatever_admin_only_refinements_list_it():
+    outcomes = _outcomes(derive(policy_service.list_rules()))
+    # svc:things:index:all_projects is admin-only and lists GET /things too.
+    assert outcomes["GET /things"] == "keep"
+    # svc:thing-attributes is admin-only and lists both; the member rules gate them.
+    assert outcomes["GET /things/*"] == "keep"
+    assert outcomes["GET /things/detail"] == "keep"
+
+
+def test_a_reader_rule_listing_a_write_among_its_reads_does_not_open_the_admin_write():
+    derived = derive(policy_service.list_rules())
+    decisions = {d.operation.text: d for d in derived.decisions}
+    assert decisions["POST /things"].outcome == "cull"
+    assert decisions["POST /things"].gates == (("svc:thing-manage:create", "admin"),)
+    assert "svc:thing-specs:index also lists reads" in decisions["POST /things"].reason
+    assert decisions["PUT /things/*"].outcome == "cull"
+    assert decisions["GET /things/*/specs"].outcome == "keep"
+
+
+def test_placeholders_named_differently_are_one_path():
+    derived = derive(policy_service.list_rules())
+    shows = [d for d in derived.decisions if d.operation.method == "GET" and d.operation.path == "/things/*"]
+    assert len(shows) == 1
+    assert set(shows[0].listed_by) == {"svc:things:show", "svc:thing-attributes"}
+
+
+def test_actions_are_told_apart_by_the_body_key_and_one_rule_holds_a_paths_admin_keys():
+    derived = derive(policy_service.list_rules())
+    outcomes = _outcomes(derived)
+    assert outcomes["POST /things/*/action (start)"] == "keep"
+    assert outcomes["POST /things/*/action (purge)"] == "cull"
+    assert "POST /things/*/action (purge,reset-state)" in derived.rule_lines()
+    assert not any(line.startswith("POST /things/*/action") and "start" in line for line in derived.rule_lines())
+
+
+def test_an_operation_nobody_may_call_is_culled():
+    decisions = {d.operation.text: d for d in derive(policy_service.list_rules()).decisions}
+    assert decisions["DELETE /things/*/history"].gates == (("svc:things:retired", "nobody"),)
+    assert decisions["DELETE /things/*/history"].culled
+
+
+def test_an_admin_template_covering_a_members_path_is_reported_undecided_and_culled_until_declared():
+    derived = derive(policy_service.list_rules())
+    (undecided,) = derived.undecided
+    assert undecided.operation.text == "GET /hosts/*"
+    assert "GET /hosts/mine" in undecided.reason
+    assert undecided.culled and "GET /hosts/*" in derived.rule_lines()
+    assert "undecided, culled until declared member calls (1)" in derived.report()
+    declared = derive(policy_service.list_rules(), member_calls=[parse_operation_line("GET /hosts/{name}")])
+    assert not declared.undecided[0].culled
+    assert "GET /hosts/*" not in declared.rule_lines()
+    assert declared.unused_member_calls == []
+
+
+def test_the_callers_roles_are_the_deployments():
+    # A cloud whose members hold "_member_" (an old Keystone default) and no reader role.
+    derived = derive(
+        policy_service.list_rules(), personas=Personas(admin=("admin",), member=("_member_",), reader=("_member_",))
+    )
+    # Then no rule lets "members" in: every documented operation is culled, none is guessed open.
+    assert all(d.culled for d in derived.decisions)
+
+
+def test_the_deployments_policy_file_opens_and_closes_calls(tmp_path):
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text('"svc:thing-manage:create": "role:member"\n"svc:things:start": "!"\n')
+    derived = derive(policy_service.list_rules(), policy_file=str(policy_file))
+    outcomes = _outcomes(derived)
+    assert outcomes["POST /things"] == "keep"
+    assert outcomes["POST /things/*/action (start)"] == "cull"
+    assert sorted((op.text, before, after) for op, before, after in derived.overridden) == [
+        ("POST /things", "cull", "keep"),
+        ("POST /things/*/action (start)", "keep", "cull"),
+    ]
+
+
+def test_a_policy_file_that_cannot_be_read_is_an_error_naming_it(tmp_path):
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text('"svc:thing-manage:create": [unclosed\n')
+    with pytest.raises(PolicyError, match="policy file could not be read"):
+        derive(policy_service.list_rules(), policy_file=str(policy_file))
+
+
+def test_operations_are_parsed_by_shape():
+    assert parse_operation("get", "/os-quota-sets/{project_id}?usage=True").text == "GET /os-quota-sets/*"
+    assert parse_operation("POST", "/servers/{server_id}/action (os-migrateLive)").action == "os-migrateLive"
+    with pytest.raises(PolicyError, match="not an operation"):
+        parse_operation_line("/things without a method")
+
+
+def test_the_filter_culls_the_derived_admin_calls_and_passes_the_members(registered):
+    public = TestApp(AdminCull(_reached, {"policy_namespace": registered, "cull_status": "403"}))
+    for prefix in ("/v2.1", "/v2.1/acme", "/v2.1/ACME/"):
+        assert public.post_json(prefix + "/things", {"thing": {}}, status=403).json["errors"][0]["code"] == (
+            "tenancy.admin-call"
+        )
+        assert public.put_json(prefix + "/things/7", {}, status=403)
+        assert public.delete(prefix + "/services/1", status=403)
+        assert public.get(prefix + "/things").json == {"reached": True}
+        assert public.get(prefix + "/things/7").json == {"reached": True}
+        assert public.get(prefix + "/things/7/specs").json == {"reached": True}
+        assert public.post_json(prefix + "/things/7/action", {"start": None}).json == {"reached": True}
+        public.post_json(prefix + "/things/7/action", {"purge": None}, status=403)
+        public.post_json(prefix + "/things/7/action", {"reset-state": {"state": "ok"}}, status=403)
+    # The default rules still hold beside the derived ones.
+    public.put("/v2.1/acme", status=403)
+
+
+def test_hand_written_rules_add_to_the_derived_ones(registered):
+    public = TestApp(AdminCull(_reached, {"policy_namespace": registered, "rules": "GET /things/*/specs"}))
+    public.get("/v2.1/things/7/specs", status=404)
+    public.post_json("/v2.1/things", {}, status=404)
+    assert public.get("/v2.1/things").json == {"reached": True}
+
+
+def test_the_filter_logs_what_the_policy_file_changes_at_load(registered, tmp_path, caplog):
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text('"svc:thing-manage:create": "role:member"\n"svc:things:show": "rule:context_is_admin"\n')
+    with caplog.at_level(logging.INFO, logger="tenancy_mw.admin_cull"):
+        app = AdminCull(_reached, {"policy_namespace": registered, "policy_file": str(policy_file)})
+    assert "the policy file opens POST /things to members (cull by default): not culled" in caplog.text
+    assert "the policy file closes GET /things/* to members (keep by default): culled" in caplog.text
+    assert "GET /hosts/* is undecided, culled" in caplog.text
+    opened = [r for r in caplog.records if "opens POST /things" in r.getMessage()]
+    assert opened[0].levelno == logging.WARNING
+    public = TestApp(app)
+    assert public.post_json("/v2.1/things", {}).json == {"reached": True}
+    public.get("/v2.1/things/7", status=404)
+
+
+def test_a_namespace_nobody_registered_fails_at_load_naming_it(registered):
+    with pytest.raises(ConfigError) as raised:
+        AdminCull(_reached, {"policy_namespace": "no-such-service"})
+    message = str(raised.value)
+    assert "policy_namespace = 'no-such-service'" in message
+    assert registered in message  # the registered ones are listed
+
+
+def test_a_member_call_that_is_not_an_operation_fails_at_load(registered):
+    with pytest.raises(ConfigError, match="is not an operation"):
+        AdminCull(_reached, {"policy_namespace": registered, "policy_member_calls": "hosts/mine"})
+
+
+def test_declared_member_calls_open_only_what_they_name(registered, caplog):
+    with caplog.at_level(logging.WARNING, logger="tenancy_mw.admin_cull"):
+        public = TestApp(
+            AdminCull(
+                _reached,
+                {"policy_namespace": registered, "policy_member_calls": "GET /hosts/{host}\nPOST /things"},
+            )
+        )
+    assert public.get("/v2.1/hosts/mine").json == {"reached": True}
+    public.post_json("/v2.1/things", {}, status=404)  # decided: naming it changes nothing
+    assert "policy_member_calls names POST /things, which is not undecided: ignored" in caplog.text
+
+
+def test_the_manage_verb_prints_the_list_the_undecided_and_why(registered, capsys):
+    assert main(["cull", "derive", "--namespace", registered]) == 0
+    report = capsys.readouterr().out
+    assert "## culled (6)" in report
+    assert "POST /things " in report and "svc:thing-manage:create (admin) gates it" in report
+    assert "GET /hosts/*" in report.split("## undecided, culled until declared member calls (1)")[1]
+    assert main(["cull", "derive", "--namespace", registered, "--format", "rules"]) == 0
+    rules = capsys.readouterr().out.splitlines()
+    assert rules == derive(policy_service.list_rules()).rule_lines()
+    assert main(["cull", "derive", "--namespace", registered, "--format", "json", "--member-call", "GET /hosts/*"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    hosts = next(d for d in document["decisions"] if d["operation"] == "GET /hosts/*")
+    assert (hosts["outcome"], hosts["culled"], hosts["declared"]) == ("undecided", False, True)
+
+
+def test_the_manage_verb_reads_the_services_config_for_its_policy_file(registered, tmp_path, capsys):
+    (tmp_path / "policy.yaml").write_text('"svc:services:delete": "role:member"\n')
+    service_conf = tmp_path / "service.conf"
+    service_conf.write_text("[oslo_policy]\npolicy_file = policy.yaml\n")
+    assert main(["cull", "derive", "--namespace", registered, "--config-file", str(service_conf)]) == 0
+    report = capsys.readouterr().out
+    assert "## changed by the policy file (1)" in report
+    assert "DELETE /services/*" in report.split("## changed by the policy file")[1]
