@@ -39,7 +39,13 @@ How it decides
     they name; a form body is read only then, at most
     :data:`~tenancy_mw.cull.forms.FORM_BODY_LIMIT` bytes, once per request
     (:mod:`tenancy_mw.cull.forms`).  ``method_override =
-    refuse`` answers ``400`` to overrides instead and never reads a body.
+    refuse`` answers ``400`` to overrides instead and never reads a form
+    body.  A rule naming action keys (``POST /servers/*/action
+    (os-migrateLive,evacuate)``) culls only a request whose JSON body has
+    one of them as a top-level key: the body is read only when such a rule
+    matches the path and no other rule culls it, under the same bound, once
+    (:mod:`tenancy_mw.cull.actions`); a body that is not one JSON object
+    is answered ``400``, one over the bound ``413``.
     When ``tenant_path`` strips the tenant segment, before or after this
     filter, the stripped path the app routes on is judged too; when
     ``Accept`` or ``Content-Type`` name a ``version=`` (which a
@@ -109,6 +115,7 @@ from tenancy_mw.core.paths import (
     shorten,
     version_pattern_opt,
 )
+from tenancy_mw.cull.actions import body_action_keys
 from tenancy_mw.cull.forms import (
     FORM_BODY_LIMIT,
     FORM_OVERRIDES_KEY,
@@ -129,6 +136,7 @@ from tenancy_mw.cull.policy import PolicyError, derive_from_options, log_derivat
 from tenancy_mw.cull.rules import (
     DEFAULT_RULES,
     TENANT_READ_RULE,
+    CullRule,
     PathView,
     RuleError,
     parse_rules,
@@ -384,10 +392,19 @@ class AdminCull(TenancyMiddleware):
             for literal, group in groups:
                 if literal in folded:  # one substring test skips a whole group
                     rules = rules + group
+            keyed = None
             for rule in rules:
                 for view in views:
                     if rule.matches_path(view):
-                        return self._cull_unless_admin(environ, method, canonical, rule)
+                        if rule.action_keys is None:
+                            return self._cull_unless_admin(environ, method, canonical, rule)
+                        # Judged by the body's keys once no rule culls on the path alone.
+                        keyed = [rule] if keyed is None else keyed + [rule]
+                        break
+            if keyed is not None:
+                culled = self._cull_by_action(environ, [(method, rule) for rule in keyed], canonical)
+                if culled is not None:
+                    return culled
             # Most requests carry nothing that could name another method (no
             # override header, no query or form that could spell _method):
             # they stop here, before any rule for another method is tried.
@@ -464,10 +481,28 @@ class AdminCull(TenancyMiddleware):
                     " overrides are not accepted here.",
                 )
             return None
+        keyed = []
         for override in self._named_overrides(environ, method):
             for rule in others:
                 if rule.applies_to(_judged_as(override)):
-                    return self._cull_unless_admin(environ, "%s (as %s)" % (method, override), canonical, rule)
+                    named = "%s (as %s)" % (method, override)
+                    if rule.action_keys is None:
+                        return self._cull_unless_admin(environ, named, canonical, rule)
+                    keyed.append((named, rule))
+        return self._cull_by_action(environ, keyed, canonical) if keyed else None
+
+    def _cull_by_action(self, environ: dict, keyed: list[tuple[str, CullRule]], canonical) -> Callable | None:
+        """Cull if the body names an action key of a rule whose path and method matched; *keyed* holds (method, rule).
+
+        The body is read only here (:func:`~tenancy_mw.cull.actions.body_action_keys`,
+        once per request); a confirmed admin passes without it being read.
+        """
+        if self.admin_roles and self._is_confirmed_admin(environ):
+            return None
+        keys = body_action_keys(environ)
+        for method, rule in keyed:
+            if rule.accepts_keys(keys):
+                return self._cull(environ, method, canonical, rule)
         return None
 
     @staticmethod

@@ -37,23 +37,31 @@ from tenancy_mw.cull.overrides import (
 )
 
 __all__ = [
+    "BODY_KEY",
     "FORM_BODY_LIMIT",
     "FORM_OVERRIDES_KEY",
     "UnreadableBody",
     "form_overrides",
     "has_body",
     "has_form_body",
+    "read_body_once",
     "reads_form",
 ]
 
-#: The largest form body read to look for a ``_method`` field, in bytes; a
-#: larger one on an admin path is refused (413) rather than passed unjudged.
+#: The largest body read to look for a ``_method`` field or an action key
+#: (:mod:`tenancy_mw.cull.actions`), in bytes; a larger one on an admin
+#: path is refused (413) rather than passed unjudged.
 FORM_BODY_LIMIT = 1024 * 1024
 
 #: environ key caching the ``_method`` fields found in the body, with the
 #: ``wsgi.input`` they were found in: a second judge (after a strip, or a
 #: second admin_cull) reuses them instead of reading the body again.
 FORM_OVERRIDES_KEY = "tenancy.form_overrides"
+
+#: environ key holding the stream :func:`read_body_once` handed on in place
+#: of ``wsgi.input``, and its bytes: while that stream still is
+#: ``wsgi.input``, the body was read already.
+BODY_KEY = "tenancy.cull_body"
 
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
@@ -114,18 +122,42 @@ def form_overrides(environ: dict, method: str) -> set[str]:
     if not environ.get("CONTENT_LENGTH", "").strip() and not environ.get("wsgi.input_terminated"):
         return set()  # WSGI: no Content-Length and no terminated input means no body
     data = _read_form(environ)
-    body = io.BytesIO(data)
-    environ["wsgi.input"] = body
-    environ["CONTENT_LENGTH"] = str(len(data))
     found = _scan(data, environ.get("CONTENT_TYPE", ""))
-    environ[FORM_OVERRIDES_KEY] = (body, frozenset(found))
+    environ[FORM_OVERRIDES_KEY] = (environ["wsgi.input"], frozenset(found))
     return found
 
 
+def read_body_once(environ: dict) -> bytes:
+    """The whole body, at most :data:`FORM_BODY_LIMIT` bytes, read once however many findings are made of it.
+
+    Read with :func:`.core.bodies.read_body` (which raises
+    :class:`~tenancy_mw.core.bodies.BodyError`); the app gets a fresh
+    stream of the same bytes, with ``CONTENT_LENGTH`` set to their length.
+    As long as that stream is still ``wsgi.input``, a later call (the
+    ``_method`` scan after the action keys were read, or the other way
+    round) takes its bytes instead of reading again.
+
+    Example::
+
+        >>> environ = {"CONTENT_LENGTH": "2", "wsgi.input": io.BytesIO(b"{}")}
+        >>> read_body_once(environ), read_body_once(environ), environ["wsgi.input"].read()
+        (b'{}', b'{}', b'{}')
+    """
+    held = environ.get(BODY_KEY)
+    if held is not None and held[0] is environ.get("wsgi.input"):
+        return held[1]
+    data = read_body(environ, FORM_BODY_LIMIT)
+    body = io.BytesIO(data)
+    environ["wsgi.input"] = body
+    environ["CONTENT_LENGTH"] = str(len(data))
+    environ[BODY_KEY] = (body, data)
+    return data
+
+
 def _read_form(environ: dict) -> bytes:
-    """The whole form body, read by the one body reader (:func:`.core.bodies.read_body`), in this filter's codes."""
+    """The whole form body (:func:`read_body_once`), its faults in this filter's codes."""
     try:
-        return read_body(environ, FORM_BODY_LIMIT)
+        return read_body_once(environ)
     except BodyError as exc:
         if exc.status == 413:
             raise UnreadableBody(

@@ -55,12 +55,37 @@ How a path is read
       (``/;/``, ``/%20/``) is also read as absent;
     - a backslash is also read as a separator.
 
+Action keys
+    A rule may end with a parenthesised, comma-separated list of action
+    keys, as OpenStack's policy documentation writes them::
+
+        POST /servers/*/action (os-migrateLive,evacuate,os-resetState)
+
+    Such a rule matches only a request whose path matches *and* whose JSON
+    body has a top-level key among them (nova and cinder tell their
+    ``.../action`` calls apart by that key: ``{"os-migrateLive": {...}}``
+    is an admin's, ``{"reboot": {...}}`` a member's).  Keys are compared
+    after NFKC, case folding and stripping outer white space, on both sides
+    (:func:`fold_action_key`), so ``OS-MIGRATELIVE`` or fullwidth letters
+    are the admin key too.  A key holds no white space, parentheses or
+    commas; spaces after the commas are allowed.  The list comes last,
+    after the pattern and a space.  How the body is read:
+    :mod:`tenancy_mw.cull.actions`.
+
 Example::
 
     >>> import re
     >>> rule = parse_rule("PUT,DELETE /os-services/*")
     >>> rule.matches(("v2.1", "acme", "os-services", "7"), {"DELETE"}, re.compile(r"v[0-9.]+"))
     True
+    >>> rule = parse_rule("POST /servers/*/action (os-migrateLive, evacuate)")
+    >>> sorted(rule.action_keys)
+    ['evacuate', 'os-migratelive']
+    >>> path = ("v2.1", "servers", "7", "action")
+    >>> rule.matches(path, {"POST"}, re.compile(r"v[0-9.]+"), body_keys={"os-migrateLive"})
+    True
+    >>> rule.matches(path, {"POST"}, re.compile(r"v[0-9.]+"), body_keys={"reboot"})
+    False
 """
 
 from __future__ import annotations
@@ -75,6 +100,7 @@ __all__ = [
     "prepare_folding",
     "TENANT_READ_RULE",
     "CullRule",
+    "fold_action_key",
     "PathView",
     "RuleError",
     "parse_rule",
@@ -111,7 +137,9 @@ DEFAULT_RULES = (
 TENANT_READ_RULE = "GET /{version}/{tenant}"
 
 _METHOD = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
-_LITERAL = re.compile(r"[^\s/*{}]+")
+_LITERAL = re.compile(r"[^\s/*{}()]+")
+# An action key: anything but white space, parentheses and commas.
+_ACTION_KEY = re.compile(r"[^\s(),]+")
 
 
 class RuleError(ValueError):
@@ -124,12 +152,15 @@ class _Token(NamedTuple):
 
 
 class CullRule:
-    """One parsed rule: a set of methods (``None`` for every method) and a pattern.
+    """One parsed rule: a set of methods (``None`` for every method), a pattern, and maybe action keys.
 
-    Build it with :func:`parse_rule`.
+    Build it with :func:`parse_rule`.  :attr:`action_keys` is ``None`` for a
+    rule without a key list, else the frozenset of its keys, folded
+    (:func:`fold_action_key`).
     """
 
     __slots__ = (
+        "action_keys",
         "anchor",
         "fixed_length",
         "literals",
@@ -141,9 +172,17 @@ class CullRule:
         "version_index",
     )
 
-    def __init__(self, source: str, methods: frozenset | None, tokens: tuple, anchor: str) -> None:
+    def __init__(
+        self,
+        source: str,
+        methods: frozenset | None,
+        tokens: tuple,
+        anchor: str,
+        action_keys: frozenset[str] | None = None,
+    ) -> None:
         self.source = source
         self.methods = methods
+        self.action_keys = action_keys
         self.tokens = tokens
         #: "version" (the first token is {version}) or "anywhere".
         self.anchor = anchor
@@ -187,20 +226,36 @@ class CullRule:
         """Whether the rule names one of *methods* (upper-case)."""
         return self.methods is None or not self.methods.isdisjoint(methods)
 
+    def accepts_keys(self, folded_keys: frozenset[str]) -> bool:
+        """Whether a body with these top-level keys (folded, as :mod:`.actions` gives them) is one the rule names.
+
+        Always true for a rule without action keys.
+        """
+        return self.action_keys is None or not self.action_keys.isdisjoint(folded_keys)
+
     def matches(
-        self, segments: tuple[str, ...], methods: Iterable[str], version_re: re.Pattern, prefix_length: int = 0
+        self,
+        segments: tuple[str, ...],
+        methods: Iterable[str],
+        version_re: re.Pattern,
+        prefix_length: int = 0,
+        body_keys: Iterable[str] = (),
     ) -> bool:
         """Whether a request with these canonical *segments* and *methods* is culled by this rule.
 
         *segments* are the non-empty canonical segments, the first
         *prefix_length* of them the mount point's; *version_re* matches a
-        version segment.  To test many rules on one request, build one
-        :class:`PathView` and call :meth:`matches_view`.
+        version segment; *body_keys* are the top-level keys of the JSON
+        body, as sent (judged only by a rule with action keys).  To test
+        many rules on one request, build one :class:`PathView` and call
+        :meth:`matches_view`.
         """
+        if not self.accepts_keys(frozenset(fold_action_key(k) for k in body_keys)):
+            return False
         return self.matches_view(PathView(segments, version_re, prefix_length), methods)
 
     def matches_view(self, view: PathView, methods: Iterable[str]) -> bool:
-        """:meth:`matches` on a prepared :class:`PathView`."""
+        """:meth:`matches` on a prepared :class:`PathView`, the body's keys left out (see :meth:`accepts_keys`)."""
         return self.applies_to(methods) and self.matches_path(view)
 
     def matches_path(self, view: PathView) -> bool:
@@ -348,6 +403,22 @@ def _combining_marks() -> dict:
     return _COMBINING_MARKS
 
 
+def fold_action_key(key: str) -> str:
+    """An action key as compared: NFKC, case-folded, outer white space stripped.
+
+    Both a rule's keys and a body's are folded, so a lenient service that
+    would take ``OS-MIGRATELIVE`` or fullwidth letters for the admin key
+    cannot be reached with them::
+
+        >>> fold_action_key(" OS-\uff2digrateLive")
+        'os-migratelive'
+    """
+    if key.isascii():
+        return key.lower().strip()
+    # NFKC again after folding: case folding can leave a string unnormalised.
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", key).casefold()).strip()
+
+
 def _bare(segment: str) -> str:
     """The segment as a lenient router might read it: no ;params or outer spaces, folded."""
     return _fold(segment.split(";", 1)[0].strip())
@@ -434,7 +505,7 @@ def _match(tokens: tuple, segments: tuple[str, ...], start: int, version_re: re.
 
 
 def parse_rule(text: str) -> CullRule:
-    """Parse one rule line (``"METHODS PATTERN"``); raise :class:`RuleError` naming it.
+    """Parse one rule line (``"METHODS PATTERN [(KEYS)]"``); raise :class:`RuleError` naming it.
 
     Example::
 
@@ -444,9 +515,14 @@ def parse_rule(text: str) -> CullRule:
         Traceback (most recent call last):
           ...
         tenancy_mw.cull.rules.RuleError: rule 'GET os-hypervisors': the pattern must start with '/'
+        >>> parse_rule("POST /servers/*/action (evacuate,)")
+        Traceback (most recent call last):
+          ...
+        tenancy_mw.cull.rules.RuleError: rule 'POST /servers/*/action (evacuate,)': an action key is empty
     """
     source = " ".join(text.split())
-    parts = source.split(" ")
+    head, action_keys = _split_action_keys(source, text)
+    parts = head.split(" ")
     if len(parts) != 2:
         raise RuleError("rule %r: expected 'METHODS /pattern' (methods, one space, a pattern)" % text)
     method_text, pattern = parts
@@ -485,7 +561,31 @@ def parse_rule(text: str) -> CullRule:
         anchor = "anywhere"
         if tokens[0].kind != "any":
             tokens.insert(0, _Token("any"))  # may start at any segment
-    return CullRule(source, methods, tuple(tokens), anchor)
+    return CullRule(source, methods, tuple(tokens), anchor, action_keys)
+
+
+def _split_action_keys(source: str, text: str) -> tuple[str, frozenset[str] | None]:
+    """*source* without its final ``(key,key)`` list, and the list's keys folded (``None`` without one)."""
+    if "(" not in source and ")" not in source:
+        return source, None
+    opening = source.find("(")
+    if opening == -1 or source.count("(") != 1 or source.count(")") != 1 or not source.endswith(")"):
+        raise RuleError(
+            "rule %r: parentheses may only hold one list of action keys, at the end: "
+            "'METHODS /pattern (key,key)'" % text
+        )
+    if not source[:opening].endswith(" "):
+        raise RuleError("rule %r: the action-key list must follow the pattern after a space" % text)
+    keys = set()
+    for raw in source[opening + 1 : -1].split(","):
+        key = raw.strip()
+        if not key:
+            raise RuleError("rule %r: an action key is empty" % text)
+        folded = fold_action_key(key)
+        if not (_ACTION_KEY.fullmatch(key) and _ACTION_KEY.fullmatch(folded)):
+            raise RuleError("rule %r: action key %r holds white space, a parenthesis or a comma" % (text, key))
+        keys.add(folded)
+    return source[:opening].rstrip(), frozenset(keys)
 
 
 def parse_rules(lines: Iterable[str]) -> list[CullRule]:

@@ -48,6 +48,7 @@ def test_pure_helpers_import_no_wsgi_machinery():
         "import sys\n"
         "before = set(sys.modules)\n"
         "import tenancy_mw.core.paths, tenancy_mw.tenants.ids, tenancy_mw.cull.rules, tenancy_mw.core.errors\n"
+        "import tenancy_mw.cull.actions\n"
         "import tenancy_mw.cells.ids, tenancy_mw.cells.lookup, tenancy_mw.cells.backfill\n"
         "import tenancy_mw.idempotency.tokens, tenancy_mw.idempotency.fingerprint, tenancy_mw.idempotency.records\n"
         "import tenancy_mw.idempotency.stores, tenancy_mw.idempotency.sql_store\n"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tenancy_mw.cull.rules import DEFAULT_RULES, PathView, RuleError, parse_rule, parse_rules
+from tenancy_mw.cull.rules import DEFAULT_RULES, PathView, RuleError, fold_action_key, parse_rule, parse_rules
 from tenancy_mw.tenants.ids import DEFAULT_VERSION_PATTERN
 
 VERSION = re.compile(DEFAULT_VERSION_PATTERN, re.IGNORECASE)
@@ -198,3 +198,99 @@ def test_a_rule_whose_version_segment_is_not_one_never_matches(segments, prefix)
     for rule in grouped:
         if view.plain and not view.version_at(rule.version_index):
             assert not rule.matches_path(view), (rule.source, segments, prefix)
+
+
+# Action keys: "METHODS /pattern (key,key)", as OpenStack's policy docs write them.
+
+LIVE_MIGRATE = "POST /servers/*/action (os-migrateLive,evacuate,os-resetState)"
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        (LIVE_MIGRATE, {"os-migratelive", "evacuate", "os-resetstate"}),
+        ("POST /servers/*/action (os-migrateLive, evacuate)", {"os-migratelive", "evacuate"}),
+        ("POST  /volumes/*/action   (os-show_image_metadata)", {"os-show_image_metadata"}),
+        ("* /servers/*/action (\uff45vacuate)", {"evacuate"}),
+        ("POST /servers/*/action (Evacuate,EVACUATE)", {"evacuate"}),
+        ("POST /servers/*/action", None),
+    ],
+)
+def test_action_keys_are_parsed_folded(text, keys):
+    rule = parse_rule(text)
+    assert rule.action_keys == (None if keys is None else frozenset(keys))
+    assert rule.source == " ".join(text.split())
+    assert [t.kind for t in rule.tokens] == [t.kind for t in parse_rule(text.split("(")[0]).tokens]
+
+
+@pytest.mark.parametrize(
+    ("body_keys", "expected"),
+    [
+        ({"os-migrateLive"}, True),
+        ({"reboot", "evacuate"}, True),
+        ({"OS-MIGRATELIVE"}, True),
+        ({" os-resetState\t"}, True),
+        ({"\uff4fs-migrateLive"}, True),
+        ({"reboot"}, False),
+        ({"os-migrateLiv"}, False),
+        (set(), False),
+    ],
+)
+def test_a_keyed_rule_matches_when_path_and_a_body_key_match(body_keys, expected):
+    rule = parse_rule(LIVE_MIGRATE)
+    path = ("v2.1", "acme", "servers", "7", "action")
+    assert rule.matches(path, {"POST"}, VERSION, body_keys=body_keys) is expected
+    # The path and the method still decide first.
+    assert rule.matches(path[:-1] + ("actions",), {"POST"}, VERSION, body_keys=body_keys) is False
+    assert rule.matches(path, {"PUT"}, VERSION, body_keys=body_keys) is False
+
+
+def test_a_rule_without_keys_ignores_the_body():
+    rule = parse_rule("POST /servers/*/action")
+    assert rule.matches(("servers", "7", "action"), {"POST"}, VERSION, body_keys={"reboot"})
+    assert rule.matches(("servers", "7", "action"), {"POST"}, VERSION)
+
+
+@pytest.mark.parametrize(
+    ("text", "fault"),
+    [
+        ("POST /servers/*/action ()", "an action key is empty"),
+        ("POST /servers/*/action (evacuate,)", "an action key is empty"),
+        ("POST /servers/*/action (,evacuate)", "an action key is empty"),
+        ("POST /servers/*/action (a,,b)", "an action key is empty"),
+        ("POST /servers/*/action (os migrateLive)", "action key 'os migrateLive' holds white space"),
+        ("POST /servers/*/action (os-migrateLive) /more", "parentheses may only hold one list"),
+        ("POST /servers/*/action (a) (b)", "parentheses may only hold one list"),
+        ("POST /servers/*/action ((a))", "parentheses may only hold one list"),
+        ("POST /servers/*/action (a", "parentheses may only hold one list"),
+        ("POST /servers/*/action a)", "parentheses may only hold one list"),
+        ("POST(a) /servers", "parentheses may only hold one list"),
+        ("POST /servers/*/action(os-migrateLive)", "must follow the pattern after a space"),
+        ("POST /servers/(a)/action", "parentheses may only hold one list"),
+        ("(a)", "must follow the pattern after a space"),
+        ("POST (a)", "expected 'METHODS /pattern'"),
+        ("POST /servers/*/action (\uff08a)", "holds white space, a parenthesis or a comma"),
+        ("POST /servers/*/action (a\uff0cb)", "holds white space, a parenthesis or a comma"),
+    ],
+)
+def test_bad_action_key_lists_are_refused_naming_the_rule(text, fault):
+    with pytest.raises(RuleError) as caught:
+        parse_rule(text)
+    assert fault in str(caught.value)
+    assert repr(text) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "folded"),
+    [
+        ("os-migrateLive", "os-migratelive"),
+        ("  Evacuate ", "evacuate"),
+        ("\uff25\uff56acuate", "evacuate"),
+        ("STRASSE", "strasse"),
+        ("Stra\u00dfe", "strasse"),
+        ("\u212bngstr\u00f6m", "\u00e5ngstr\u00f6m"),
+        ("\u3000evacuate\u00a0", "evacuate"),
+    ],
+)
+def test_action_keys_fold_as_nfkc_casefold_and_strip(key, folded):
+    assert fold_action_key(key) == folded
