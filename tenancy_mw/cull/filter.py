@@ -160,7 +160,9 @@ OPTS = [
         default=[],
         help="Extra admin calls to cull, one rule per line: METHODS /pattern, e.g. 'PUT,DELETE /os-services/**' "
         "or '* /os-hypervisors/**'. Methods: comma-separated, or *. Pattern tokens: literal, * (one segment), "
-        "** (any number), {version}, {tenant}. See the admin_cull documentation for where patterns are tried.",
+        "** (any number), {version}, {tenant}. A rule may end with the JSON body's action keys, "
+        "'POST /servers/*/action (os-migrateLive,evacuate)': it culls only a body with one of those top-level keys. "
+        "See the admin_cull documentation for where patterns are tried.",
     ),
     cfg.BoolOpt(
         "default_rules",

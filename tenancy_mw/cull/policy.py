@@ -514,13 +514,10 @@ def _enforcer(rules: list[Any], conf: Any, policy_file: str | None, like: Any = 
     no *conf*, of no file at all, enforcing new defaults and scope as
     *like* (the service's configuration) does.
     """
-    try:
-        from oslo_config import cfg
-        from oslo_policy import policy
-    except ImportError as exc:  # pragma: no cover - oslo.policy is in every service that registers defaults
-        raise PolicyError(
-            "deriving rules from policy needs oslo.policy (pip install tenancy_mw[policy]): %s" % exc
-        ) from None
+    _require_oslo_policy()
+    from oslo_config import cfg
+    from oslo_policy import policy
+
     own = conf is None
     if own:
         conf = cfg.ConfigOpts()
@@ -546,6 +543,7 @@ def derive_from_options(options: Any, conf: Any = None) -> Derivation:
     ``[oslo_policy]`` section names its policy file); an oslo.config object
     whose command line was never parsed is not used.
     """
+    _require_oslo_policy()
     personas = Personas(
         tuple(options.policy_admin_roles), tuple(options.policy_member_roles), tuple(options.policy_reader_roles)
     )
@@ -560,6 +558,16 @@ def derive_from_options(options: Any, conf: Any = None) -> Derivation:
         personas=personas,
         member_calls=member_calls,
     )
+
+
+def _require_oslo_policy() -> None:
+    """Raise :class:`PolicyError` naming the extra when oslo.policy is not installed."""
+    try:
+        import oslo_policy  # noqa: F401
+    except ImportError as exc:
+        raise PolicyError(
+            "deriving rules from policy needs oslo.policy (pip install 'tenancy_mw[policy]'): %s" % exc
+        ) from None
 
 
 def _parsed(conf: Any) -> bool:

@@ -123,7 +123,8 @@ def test_every_import_of_the_package_is_a_declared_dependency():
     providers = metadata.packages_distributions()
     extras = SETUP_CFG["options.extras_require"]
     declared = {_norm(r.name) for r in _requirements(SETUP_CFG["options"]["install_requires"])}
-    declared |= {_norm(r.name) for r in _requirements(extras["sql"])}
+    for feature in ("sql", "policy"):
+        declared |= {_norm(r.name) for r in _requirements(extras[feature])}
     for top, files in _third_party_imports().items():
         dists = {_norm(d) for d in providers.get(top, [top])}
         assert dists & declared, "%s (imported by %s) is in neither install_requires nor a feature extra" % (
