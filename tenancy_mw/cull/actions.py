@@ -113,7 +113,7 @@ def json_object_keys(data: bytes) -> frozenset[str]:
         text = data.decode(json.detect_encoding(data), "surrogatepass")
         # Numbers are left as their text: only keys are looked at, and a
         # 4,301-digit number cannot fail to convert.
-        value = json.loads(text, strict=False, parse_int=str, parse_float=str, parse_constant=str)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise _unreadable(data, "it is nested deeper than %d levels" % MAX_DEPTH) from None
     except ValueError as exc:  # bad JSON, and bytes that are not text in any encoding JSON allows
@@ -130,6 +130,9 @@ def json_object_keys(data: bytes) -> frozenset[str]:
         )
     return frozenset(fold_action_key(key) for key in value)
 
+
+# One decoder for every body (json.loads with options would build one per call).
+_DECODER = json.JSONDecoder(strict=False, parse_int=str, parse_float=str, parse_constant=str)
 
 # JSON strings (which may hold brackets), anything but brackets, and an
 # innermost pair of brackets, for _depth.

@@ -38,6 +38,9 @@ ADMIN_CULL_ROWS = [
     "admin_cull 1MiB multipart _method",
     "admin_cull 256KiB Accept",
     "admin_cull 8KiB target",
+    "admin_cull nova policy GET",
+    "admin_cull nova policy DELETE",
+    "admin_cull nova policy action",
     "admin_cull+tenant_path",
 ]
 # Worst-case rows: an absolute goal (5 ms) instead of a ratio to RequestId.
