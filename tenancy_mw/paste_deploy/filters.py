@@ -19,6 +19,10 @@ store's own options are checked by type only), ``tenant_admin`` and
 ``id_resolver``, which open their databases when built, are not built (their
 options are checked by type, and their URL layout as the filter would), and
 ``oslo_config_*`` keys are left out, so no service config file is read.
+``admin_cull``'s ``policy_namespace`` is derived (its policy judged, with
+the defaults only) where that namespace is registered, which is in the
+service's own Python: run the check there to have it checked; elsewhere
+the filter is built without it and the rest checked.
 
     >>> tenancy_kind("egg:tenancy_mw#admin_cull"), tenancy_kind("tenancy_mw.tenants.path_filter:TenantPath.factory")
     ('admin_cull', 'tenant_path')
@@ -171,6 +175,15 @@ def _layout_problems(cls: type[TenancyMiddleware], values: Mapping[str, str]) ->
     return []
 
 
+def _policy_registered(namespace: str) -> bool:
+    """Whether a service registers policy defaults as *namespace* in this Python."""
+    from importlib.metadata import entry_points
+
+    from tenancy_mw.cull.policy import POLICY_ENTRY_POINT_GROUP
+
+    return any(entry.name == namespace for entry in entry_points(group=POLICY_ENTRY_POINT_GROUP))
+
+
 def _load_problems(cls: type[TenancyMiddleware], conf: Mapping[str, str]) -> list[str]:
     """What the filter *cls* refuses when built from *conf* (whose types are right); nothing is opened."""
     from tenancy_mw.core.base import ConfigError
@@ -182,6 +195,8 @@ def _load_problems(cls: type[TenancyMiddleware], conf: Mapping[str, str]) -> lis
         return _layout_problems(cls, values)
     if cls.opt_group == "idempotency":
         values["backend"] = "memory"  # a sql or memcached store would connect
+    if values.get("policy_namespace") and not _policy_registered(values["policy_namespace"]):
+        del values["policy_namespace"]  # the service's policy is not installed in this Python
     try:
         built = cls(None, values)  # type: ignore[arg-type]
     except ConfigError as exc:
