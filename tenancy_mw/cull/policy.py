@@ -59,12 +59,14 @@ Example, with rules written here rather than read from a service::
     ...                                  [{"method": "GET", "path": "/things"}]),
     ...     policy.DocumentedRuleDefault("svc:things:purge", "rule:admin", "Purge.",
     ...                                  [{"method": "POST", "path": "/things/{thing_id}/action (purge)"}]),
+    ...     policy.DocumentedRuleDefault("svc:things:start", "role:member", "Start.",
+    ...                                  [{"method": "POST", "path": "/things/{id}/action (start)"}]),
     ... ]
     >>> derived = derive(rules)
     >>> derived.rule_lines()
     ['POST /things/*/action (purge)']
     >>> [(d.operation.text, d.outcome) for d in derived.decisions]
-    [('GET /things', 'keep'), ('POST /things/*/action (purge)', 'cull')]
+    [('GET /things', 'keep'), ('POST /things/*/action (purge)', 'cull'), ('POST /things/*/action (start)', 'keep')]
 """
 
 from __future__ import annotations
@@ -337,7 +339,12 @@ class Derivation:
         return [d for d in self.decisions if d.outcome == "undecided"]
 
     def rule_lines(self) -> list[str]:
-        """The culled operations as ``admin_cull`` rule lines, action keys of one path in one rule."""
+        """The culled operations as ``admin_cull`` rule lines, action keys of one path in one rule.
+
+        A path whose documented actions are all culled (nova's
+        ``/os-aggregates/{id}/action``) is culled whatever the body says,
+        so its body is never read: the keys matter only beside members' actions.
+        """
         plain: set[str] = set()
         keyed: dict[tuple[str, str], set[str]] = {}
         for decision in self.culled:
@@ -346,9 +353,14 @@ class Derivation:
                 keyed.setdefault((operation.method, operation.path), set()).add(operation.action)
             else:
                 plain.add("%s %s" % (operation.method, operation.path))
+        shared = {(d.operation.method, d.operation.path) for d in self.decisions if not d.culled}
         lines = sorted(plain)
-        lines += sorted("%s %s (%s)" % (m, p, ",".join(sorted(keys))) for (m, p), keys in keyed.items())
-        return sorted(lines, key=_line_order)
+        for (method, path), keys in keyed.items():
+            if (method, path) in shared:
+                lines.append("%s %s (%s)" % (method, path, ",".join(sorted(keys))))
+            else:
+                lines.append("%s %s" % (method, path))
+        return sorted(set(lines), key=_line_order)
 
     def report(self) -> str:
         """The printed list: culled, kept-as-declared and undecided operations, each with the rules and why."""

@@ -59,6 +59,8 @@ def test_actions_are_culled_by_their_body_key_and_the_members_actions_are_not(op
     assert {"createImage", "reboot", "os-start", "os-stop", "unshelve", "unlock"} <= kept
     flavor_actions = {d["action"] for d in nova.values() if d["path"] == "/flavors/*/action" and d["culled"]}
     assert flavor_actions == {"addTenantAccess", "removeTenantAccess"}
+    # Every documented flavor action is an admin call: the path is culled whatever the body.
+    assert "POST /flavors/*/action" in derived_rules(openstack_venv, "nova")
     assert (
         "POST /servers/*/action (evacuate,injectNetworkInfo,migrate,os-migrateLive,os-resetState,shelveOffload)"
         in derived_rules(openstack_venv, "nova")
