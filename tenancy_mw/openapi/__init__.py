@@ -130,8 +130,11 @@ def _context(filters: list, prefix: str, tag_collections: tuple[str, ...], tag_e
     )
 
 
-def _service_operations(context: Context, depth: int, filters: list) -> list[Operation]:
-    """The calls of the service the filters act on: each tag collection's list (and create, when guarded)."""
+def _service_operations(
+    context: Context, depth: int, filters: list, action_collections: tuple[str, ...]
+) -> list[Operation]:
+    """The calls of the service the filters act on: each tag collection's list (and create, when guarded), and
+    each action collection's action call (``POST .../{collection}/{resource_id}/action``)."""
     guarded = any(m.opt_group == "idempotency" and "POST" in m.methods for _, m in filters)
     found = []
     for collection in context.tag_collections:
@@ -145,6 +148,12 @@ def _service_operations(context: Context, depth: int, filters: list) -> list[Ope
                 create.respond("default", "The service's own answer.")
                 found.append(create)
         found += _tag_api.operations(collection, depth, context)
+    for collection in action_collections:
+        for form in context.collection_forms(collection):
+            path = form(collection, "{resource_id}", "action")
+            action = Operation(path, "post", depth, "service", "Run an action on a resource of %s" % collection)
+            action.respond("default", "The service's own answer.")
+            found.append(action)
     return found
 
 
@@ -154,6 +163,7 @@ def describe_pipeline(
     tag_collections: tuple[str, ...] | list[str] = (),
     prefix: str = "",
     tag_error_format: str = "api-wg",
+    action_collections: tuple[str, ...] | list[str] = (),
 ) -> dict:
     """An OpenAPI fragment of what the tenancy_mw filters in *app*'s chain add to the service.
 
@@ -171,6 +181,12 @@ def describe_pipeline(
     :param tag_error_format: the ``error_format`` the service gives its
         :class:`~tenancy_mw.tags.api.TagAPI` (a WSGI component, not a
         filter of the chain, so it is not found there).
+    :param action_collections: collections (``("servers",)``) whose
+        resources take nova-style actions, ``POST
+        .../{collection}/{resource_id}/action`` with a JSON body whose
+        top-level key names the action: the service's own call, with what
+        the filters add to it (``admin_cull``'s answers where its rules
+        name action keys).
     :returns: ``{"openapi": "3.1.0", "paths": {...}, "components": {...}}``.
     """
     filters, end = _chain(app)
@@ -179,7 +195,7 @@ def describe_pipeline(
     context = _context(filters, prefix, tuple(tag_collections), tag_error_format)
     for depth, middleware in filters:
         context.operations += _DESCRIBERS[middleware.opt_group].operations(middleware, depth, context)
-    context.operations += _service_operations(context, end, filters)
+    context.operations += _service_operations(context, end, filters, tuple(action_collections))
     # Innermost first: a filter's contribution covers what the ones after it answer (Idempotent-Replayed).
     for depth, middleware in reversed(filters):
         _DESCRIBERS[middleware.opt_group].contribute(middleware, depth, context)
@@ -406,7 +422,10 @@ def cull(document: dict, app: Any) -> dict:
     ``403``.  Each call is judged by the filter itself, on a path made
     from its template (cull rules decide on a path's shape, not on the
     values in it; a ``{version}`` segment is read as ``v1``).  A link to a
-    call left out goes too.
+    call left out goes too.  A call a rule culls only for some bodies (one
+    naming action keys: ``POST /servers/*/action (os-migrateLive)``) is
+    kept: its members' actions are part of the endpoint's API, and the
+    fragment lists the cull of an admin action among its answers.
 
     Example::
 
@@ -442,7 +461,11 @@ def cull(document: dict, app: Any) -> dict:
 
 
 def _refuses(culler: Any, method: str, path: str) -> bool:
-    """Whether the ``admin_cull`` *culler* refuses *method* on a path of the template *path*."""
+    """Whether the ``admin_cull`` *culler* refuses *method* on a path of the template *path*.
+
+    Judged without a body: a keyed rule (which culls only a body naming one
+    of its action keys) refuses no such call.
+    """
     # describe_pipeline names the version segment {version}; any other segment is a value.  The
     # version is one the culler reads as a version: its {version} rules test its own version_pattern.
     version = version_sample(culler)

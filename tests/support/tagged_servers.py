@@ -8,6 +8,11 @@ The same calls without a tenant (``/v2.1/servers``, as ``tenant_path``
 reads it) are the operator's: they reach every tenant's servers.  Any
 mount (``SCRIPT_NAME``) and a stripped tenant segment are read as
 ``tenant_path`` left them.  ``GET /v2.1`` is its version document.
+``POST /servers/{id}/action`` accepts a nova-style action, named by the
+JSON body's one top-level key (``202``; ``422``, a status no filter
+answers, for a body naming none or several; ``404`` for a server the
+tenant does not have, which ``tenant_admin`` turns into ``301`` once the
+tenant moved; any other method ``405``).
 :class:`ServerMoves` moves servers between tenants; it refuses moves into
 ``full`` (``403``) and ``taken`` (``409``, a status the move answers
 itself too), into ``refuses-NNN`` with that status, and fails on ``boom``
@@ -60,6 +65,8 @@ class ServerService:
             return _answer(start_response, "200 OK", {"version": {"id": segments[index], "status": "CURRENT"}})
         if len(rest) in (3, 4) and rest[0] == "servers" and rest[2] == "tags":
             return self.tags.respond(environ, start_response, rest[1], rest[3] if len(rest) == 4 else None)
+        if len(rest) == 3 and rest[0] == "servers" and rest[2] == "action":
+            return self.action(environ, start_response, rest[1])
         if rest == ("servers",) and tenant not in self.moved_out:
             if method == "POST":
                 server_id = "s%d" % (len(self.servers) + 1)
@@ -74,6 +81,21 @@ class ServerService:
             mine = sorted(s for (t, s), deleted in self.servers.items() if tenant in (None, t) and not deleted)
             return _answer(start_response, "200 OK", {"servers": mine})
         return _answer(start_response, "404 Not Found", {"error": "no such server"})
+
+    def action(self, environ, start_response, server_id: str):
+        """``POST .../servers/{id}/action``: the action the body's one key names, on a server of the tenant."""
+        if environ["REQUEST_METHOD"] != "POST":
+            return _answer(start_response, "405 Method Not Allowed", {"error": "only POST"}, [("Allow", "POST")])
+        if not self.owns(environ, server_id):
+            return _answer(start_response, "404 Not Found", {"error": "no such server"})
+        length = environ.get("CONTENT_LENGTH") or "0"
+        try:
+            body = json.loads(environ["wsgi.input"].read(int(length)) or b"null")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or len(body) != 1:
+            return _answer(start_response, "422 Unprocessable Entity", {"error": "name one action"})
+        return _answer(start_response, "202 Accepted", {"server": server_id, "action": next(iter(body))})
 
 
 def _answer(start_response, status: str, document: dict, headers: list | None = None):

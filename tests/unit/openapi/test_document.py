@@ -28,6 +28,7 @@ from tenancy_mw.tenants.ids import InvalidTenantId, validate_tenant_id
 from tenancy_mw.tenants.path_filter import TenantPath
 from tenancy_mw.tenants.removal import TenantRemoval
 from tests.conftest import require
+from tests.support import policy_service
 from tests.support.openapi_checks import body_problems, response_key, template_of
 from tests.support.widgets import WidgetMoves, WidgetService
 from tests.support.wsgi import call, make_environ
@@ -599,3 +600,120 @@ def test_a_token_with_no_scope_is_only_refused():
     )
     token = [("X-Client-Token", "t1"), ("Content-Type", "application/json")]
     assert described_problems(document, pipeline, "POST", "/v2.1/servers", token) == []
+
+
+ACTION = "/{version}/{tenant_id}/servers/{resource_id}/action"
+KEYED = "POST /servers/*/action (os-migrateLive, evacuate)"
+
+
+def sent(app, target: str, body: bytes, headers=()) -> tuple[int, str | None]:
+    """The status and error code (API-WG shape) of *app*'s answer to a POST of *body* to *target*."""
+    status, _, answer = call(app, make_environ("POST", target, headers, body))
+    errors = json.loads(answer).get("errors") if answer.startswith(b"{") else None
+    return status, errors[0]["code"] if errors else None
+
+
+@pytest.mark.parametrize("cull_status", ["404", "403"])
+def test_admin_culls_body_answers_are_named_on_the_calls_its_keyed_rules_match(cull_status):
+    culler = AdminCull(TenantPath(service, {}), {"rules": KEYED, "cull_status": cull_status})
+    fragment = describe_pipeline(culler, tag_collections=("servers",), action_collections=("servers", "volumes"))
+    document = openapi(fragment)
+    responses = document["paths"][ACTION]["post"]["responses"]
+    culled = "tenancy.not-found" if cull_status == "404" else "tenancy.admin-call"
+    # The cull of an admin action names the rules' keys as they are written.
+    (by_key,) = [d for d in responses[cull_status]["description"].split("\n\n") if "action as a top-level key" in d]
+    assert "os-migrateLive, evacuate" in by_key
+    assert culled in by_key
+    assert "tenancy.unreadable-body" in codes_of(responses["400"])
+    assert codes_of(responses["411"]) == ["tenancy.unreadable-body"]
+    assert codes_of(responses["413"]) == ["tenancy.body-too-large"]  # the JSON body is read before any form
+    # What the filter answers there is what the description lists, status and code.
+    target = "/v2.1/acme/servers/7/action"
+    answers = {
+        b'{"evacuate": {}}': (int(cull_status), culled),
+        b'{"reboot": 1, "OS-MIGRATELIVE": {}, "reboot": 2}': (int(cull_status), culled),
+        b'{"reboot": {}}': (200, None),
+        b"reboot": (400, "tenancy.unreadable-body"),
+        b"{}" * 2**19 + b" ": (413, "tenancy.body-too-large"),
+    }
+    for body, expected in answers.items():
+        assert sent(culler, target, body) == expected, body
+        if expected[0] != 200:
+            assert expected[1] in codes_of(responses[str(expected[0])])
+    assert sent(culler, target, b"", [("Transfer-Encoding", "chunked")]) == (411, "tenancy.unreadable-body")
+    # No keyed rule matches the volumes' action, nor any other call: nothing of the body is said there.
+    keyed = {(path, "post") for path in (ACTION, "/{version}/servers/{resource_id}/action")}
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            named = str(operation["responses"])
+            assert ("tenancy.unreadable-body" in named) == ((path, method) in keyed), (method, path)
+            assert ("action as a top-level key" in named) == ((path, method) in keyed), (method, path)
+            assert "tenancy.body-too-large``" not in named or (path, method) in keyed, (method, path)
+    assert sent(culler, "/v2.1/acme/volumes/7/action", b'{"evacuate": {}}') == (200, None)
+
+
+def test_keyed_answers_are_found_in_nova_shape_and_for_the_methods_an_override_names():
+    """The nova shape names no error code: a body that is no JSON is refused 400 only where it is read.  A call of
+    another method is read as the keyed rule's method when an override names it."""
+    rules = "POST /servers/*/tags/* (evacuate)"
+    culler = AdminCull(TenantPath(service, {}), {"rules": rules, "error_format": "nova"})
+    document = openapi(describe_pipeline(culler, tag_collections=("servers",)))
+    put = document["paths"]["/{version}/{tenant_id}/servers/{resource_id}/tags/{tag}"]["put"]["responses"]
+    assert "evacuate" in put["404"]["description"]
+    assert "411" in put
+    override = [("X-HTTP-Method-Override", "POST"), ("Content-Type", "application/json")]
+    status, _, body = call(culler, make_environ("PUT", "/v2.1/acme/servers/7/tags/red", override, b"[]"))
+    assert (status, list(json.loads(body))) == (400, ["badRequest"])
+    # Under method_override = refuse the override is refused, never judged as POST: no body is read for it.
+    refusing = AdminCull(TenantPath(service, {}), {"rules": rules, "method_override": "refuse"})
+    put = openapi(describe_pipeline(refusing, tag_collections=("servers",)))["paths"][
+        "/{version}/{tenant_id}/servers/{resource_id}/tags/{tag}"
+    ]["put"]["responses"]
+    assert "411" not in put
+    assert "evacuate" not in put["404"]["description"]
+
+
+@pytest.fixture(scope="module")
+def registered(tmp_path_factory):
+    """The test service's policy defaults registered as an ``oslo.policy.policies`` entry point."""
+    policy_service.install(tmp_path_factory.mktemp("site"))
+    return policy_service.NAMESPACE
+
+
+def test_the_keys_of_rules_derived_from_policy_are_named(registered):
+    culler = AdminCull(TenantPath(service, {}), {"policy_namespace": registered})
+    document = openapi(describe_pipeline(culler, action_collections=("things",)))
+    action = document["paths"]["/{version}/{tenant_id}/things/{resource_id}/action"]["post"]["responses"]
+    (by_key,) = [d for d in action["404"]["description"].split("\n\n") if "action as a top-level key" in d]
+    assert "purge, reset-state" in by_key
+    assert "start" not in by_key
+    assert sent(culler, "/v2.1/acme/things/7/action", b'{"reset-state": {}}') == (404, "tenancy.not-found")
+    assert sent(culler, "/v2.1/acme/things/7/action", b'{"start": null}') == (200, None)
+
+
+def test_a_keyed_admin_cull_in_front_answers_the_411_of_the_filters_after_it_unless_admins_pass():
+    for admin_roles, idempotency_411 in (("", False), ("admin", True)):
+        guard = Idempotency(TagQueryFilter(service, {}), {"backend": "memory"})
+        culler = AdminCull(TenantPath(guard, {}), {"rules": KEYED, "admin_roles": admin_roles})
+        responses = openapi(describe_pipeline(culler, action_collections=("servers",)))["paths"][ACTION]["post"][
+            "responses"
+        ]
+        assert ("idempotency.length-required" in codes_of(responses["411"])) == idempotency_411
+        # A confirmed admin's body is not read for its keys: a form over 1 MiB is read for _method first.
+        assert ("tenancy.form-too-large" in codes_of(responses["413"])) == idempotency_411
+        chunked = [("Transfer-Encoding", "chunked"), ("X-Client-Token", "t1")]
+        admin = [("X-Identity-Status", "Confirmed"), ("X-Roles", "admin")] if admin_roles else []
+        status, code = sent(culler, "/v2.1/acme/servers/7/action", b"", chunked + admin)
+        assert status == 411
+        assert code in codes_of(responses["411"])
+        assert (code == "idempotency.length-required") == idempotency_411
+
+
+def test_cull_keeps_a_call_a_keyed_rule_culls_only_for_some_bodies():
+    path = "/{version}/servers/{server_id}/action"
+    document = {"openapi": OPENAPI_VERSION, "paths": {path: {"post": {"responses": {"202": {"description": "Done."}}}}}}
+    keyed = AdminCull(service, {"rules": KEYED})
+    assert cull(document, keyed) == document
+    assert sent(keyed, "/v2.1/servers/7/action", b'{"reboot": {}}') == (200, None)  # a member's action passes
+    unkeyed = AdminCull(service, {"rules": "POST /servers/*/action"})
+    assert cull(document, unkeyed)["paths"] == {}

@@ -9,13 +9,16 @@ each request that makes a filter refuse, redirect or answer.  Every
 answer must be one its operation lists (status, headers, body valid
 against the listed schema, error code among the listed ones), every
 (path, method, status) listed must be reached, every header listed
-for one sent, and every error code a description names answered.  Five pipelines
+for one sent, and every error code a description names answered.  Six pipelines
 (:data:`VARIANTS`): the API-WG error shape, with ``version_discovery``;
 nova's with microversions and no representations; a public endpoint
 (``admin_cull`` in front, no admin API, a tenant id pattern, the token's
 project checked, ``422`` for a reused token); nova's urlmap mount
 (``/v2.1``) with ``tenant_in_path = always`` and ``strip_tenant``; a
-``/compute`` mount with ``tenant_in_path = never`` and ``token_tenant``.
+``/compute`` mount with ``tenant_in_path = never`` and ``token_tenant``;
+a public endpoint whose ``admin_cull`` culls admin actions by the JSON
+body's key (``POST /servers/*/action (os-migrateLive,evacuate)``,
+``cull_status = 403``), with the servers' action call described.
 With the default ``tenant_in_path = optional`` both forms of the
 servers' calls are driven, under a tenant and without one.
 
@@ -55,7 +58,7 @@ from tests.support.wsgi import call, make_environ
 MICROVERSIONS = "v2.1 compute 2.1 2.95 X-OpenStack-Nova-API-Version"
 #: The pipelines described and driven: options for every filter ("common") and for each one; with or
 #: without admin_cull in front.  "public" is a public endpoint: no admin API, tenants checked harder.
-#: "prefix" is the service's mount (SCRIPT_NAME).
+#: "prefix" is the service's mount (SCRIPT_NAME); "action_collections" describe_pipeline's (the servers' action call).
 VARIANTS: dict[str, dict] = {
     "api-wg": {"tenant_admin": {"version_discovery": "true"}},
     "nova": {"common": {"error_format": "nova", "microversions": MICROVERSIONS},
@@ -68,6 +71,9 @@ VARIANTS: dict[str, dict] = {
     # No tenant in any path: the token's project is the tenant.
     "never": {"prefix": "/compute", "tenant_admin": {"tenant_in_path": "never"},
               "tenant_path": {"tenant_in_path": "never", "token_tenant": "true"}},
+    # Members' actions pass, admins' are culled by the body's key (nova's POST /servers/{id}/action).
+    "actions": {"admin_cull": {"rules": "POST /servers/*/action (os-migrateLive,evacuate)", "cull_status": "403"},
+                "tenant_admin": {"admin_api": "false"}, "action_collections": ("servers",)},
 }  # fmt: skip
 
 
@@ -139,6 +145,7 @@ class World:
 
         #: The service's mount (SCRIPT_NAME), before every path of the description.
         self.prefix = variant_options.get("prefix", "")
+        self.action_collections = variant_options.get("action_collections", ())
         self.registry = "sqlite:///%s" % (folder / "tenants.sqlite")
         if kind == "broken_registry":
             (folder / "tenants.sqlite").touch()  # no tables: every registry read fails
@@ -172,7 +179,11 @@ class World:
     def describe(self) -> dict:
         """The description of this world's pipeline."""
         return describe_pipeline(
-            self.app, tag_collections=("servers",), prefix=self.prefix, tag_error_format=self.tag_error_format
+            self.app,
+            tag_collections=("servers",),
+            prefix=self.prefix,
+            tag_error_format=self.tag_error_format,
+            action_collections=self.action_collections,
         )
 
     def environ(self, method: str, target: str, headers=(), body: bytes = b"", stripped=False, **keys) -> dict:
@@ -305,7 +316,7 @@ def token_calls(world: World, template: str, method: str) -> None:
     world.send(method, url, [("X-Client-Token", "t1"), *scoped], b"{}")  # replayed
     world.send(method, url, [("X-Client-Token", "t1"), *scoped], b'{"other": 1}')  # reused
     world.send(method, url, [("X-Client-Token", '"unterminated'), *scoped], b"{}")
-    world.send(method, url, [("X-Client-Token", "t2"), *scoped], b"x" * 3000)
+    world.send(method, url, [("X-Client-Token", "t2"), *scoped], b'{"pad": "%s"}' % (b"x" * 3000))
     world.send(method, url, [("X-Client-Token", "t3"), ("Transfer-Encoding", "chunked"), *scoped])
     if scoped:
         world.send(method, url, [("X-Client-Token", "t4")], b"{}")  # no tenant to scope it to
@@ -333,6 +344,29 @@ def form_calls(world: World, template: str, method: str) -> None:
             return
 
 
+def action_calls(world: World, template: str, method: str) -> None:
+    """A server's action: a member's, an admin's (also spelt otherwise, or among duplicate keys), bodies
+    admin_cull cannot read for the action (not one JSON object, over 1 MiB, a bad or short length, chunked), and a
+    form it reads for ``_method`` after the action keys."""
+    url = fill(template)
+    admin = (
+        b'{"os-migrateLive": {"host": null}}',
+        b'{"EVACUATE": {}}',
+        b'{"reboot": 1, "os-migrateLive": {}, "reboot": 2}',
+    )
+    json_body = [("Content-Type", "application/json")]
+    assert "X-Served-By" in world.send(method, url, json_body, b'{"reboot": {"type": "SOFT"}}')[1]  # a member's
+    for body in admin:
+        assert world.send(method, url, json_body, body)[0] in (403, 404), body  # culled (cull_status)
+    for body in (b"reboot", b'[{"evacuate": {}}]', b"{}" * 2**19 + b" "):
+        world.send(method, url, json_body, body)
+    for length in ("two", "9"):
+        world.send(method, url, environ=world.environ(method, url, body=b"{}", CONTENT_LENGTH=length))
+    world.send(method, url, [("Transfer-Encoding", "chunked")])
+    # One JSON object (no action key), and a form naming _method more often than admin_cull checks.
+    world.send(method, url, [FORM], b'{"note": "%s"}' % (b"_method " * 65))
+
+
 def exercise(world: World, template: str, method: str, kind: str) -> None:
     """Send *world* every request for the call *method* *template* (a world of *kind*)."""
     method = method.upper()
@@ -347,6 +381,9 @@ def exercise(world: World, template: str, method: str, kind: str) -> None:
         tag_calls(world, template, method)
     elif template.endswith("/servers") and method == "POST":
         token_calls(world, template, method)
+    elif template.endswith("/action"):  # a server's action (action_collections)
+        token_calls(world, template, method)
+        action_calls(world, template, method)
     else:
         tenant_calls(world, template, method)
 
