@@ -633,3 +633,28 @@ def test_any_body_is_judged_or_refused_never_an_error(data, framing):
     else:
         assert service.seen == []
         assert json.loads(body)["errors"][0]["status"] == status
+
+
+@st.composite
+def _balanced(draw) -> bytes:
+    """Balanced pairs of ( and ): many small mountains, a few deep ones, or both."""
+    steps = draw(st.lists(st.sampled_from([1, 1, -1, -1, 3, -3, 40, -40]), max_size=60))
+    out, depth = [], 0
+    for step in steps:
+        step = max(step, -depth)
+        out.append(b"(" * step if step > 0 else b")" * -step)
+        depth += step
+    return b"".join(out) + b")" * depth
+
+
+@settings(max_examples=400, deadline=None)
+@given(_balanced(), st.integers(1, 400))
+def test_the_bracket_depth_is_the_running_sums_peak(brackets, repeat):
+    # _depth's last step takes levels off in passes, then sums mountains or
+    # every step, whichever is cheaper: always the peak of the plain running sum.
+    brackets = brackets * repeat
+    depth = peak = 0
+    for byte in brackets:
+        depth += 1 if byte == ord("(") else -1
+        peak = max(peak, depth)
+    assert actions._bracket_depth(brackets) == peak
