@@ -113,59 +113,31 @@ def json_object_keys(data: bytes) -> frozenset[str]:
     # The usual body, ASCII: json.detect_encoding() would say UTF-8 (no NUL
     # in its first bytes, no BOM), and the ASCII codec reads it the same.
     text = data.decode("ascii") if data.isascii() and b"\0" not in data else _text(data)
-    if len(text) <= _LARGE or not gc.isenabled():
-        keys = _object_keys(data, text)
-    else:
-        # The decoder makes every array and object of the body, all alive
-        # until the keys are taken: a collection on the way frees nothing,
-        # yet those of the oldest generation walk the whole heap of the
-        # process, again and again (three quarters of the time of a megabyte
-        # of nested arrays in a process the size of a service's).  Paused
-        # until the value is freed again; the decoder holds the GIL from
-        # start to end, so no other thread runs meanwhile.
-        gc.disable()
-        try:
-            keys = _object_keys(data, text)
-        finally:
-            gc.enable()
-    if isinstance(keys, UnreadableBody):
-        raise keys
-    return keys
-
-
-def _object_keys(data: bytes, text: str) -> frozenset[str] | UnreadableBody:
-    """:func:`json_object_keys` of *text*, the body *data* decoded; the refusal returned, not raised.
-
-    Returned, so that no traceback keeps the decoded value alive past the return.
-    """
-    value = _quick_decode(text)
-    if value is _FAILED:
-        try:
-            value = _decode(data, text)
-        except UnreadableBody as exc:
-            return exc
+    keys = _paused(_quick_keys, text) if len(text) > _LARGE else _quick_keys(text)
+    if isinstance(keys, _Failed):
+        keys = _paused(_decoded_keys, data, text) if len(text) > _LARGE else _decoded_keys(data, text)
     # Only a body with more than MAX_DEPTH brackets can nest that deep (counted at C speed).
     if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
-        return _unreadable(data, "it is nested deeper than %d levels" % MAX_DEPTH)
-    if not isinstance(value, dict):
-        return UnreadableBody(
+        raise _unreadable(data, "it is nested deeper than %d levels" % MAX_DEPTH)
+    if keys is None:
+        raise UnreadableBody(
             400,
             UNREADABLE_BODY_CODE,
             "The request body is a JSON %s, not an object: an action call's body is one object, "
             'as {"reboot": {"type": "SOFT"}}.' % _json_type(text),
         )
-    return frozenset(fold_action_key(key) for key in value)
+    return frozenset(fold_action_key(key) for key in keys)
 
 
-def _quick_decode(text: str) -> object:
-    """The JSON value *text* holds, decoded by the C scanner with no call back into Python; ``_FAILED`` else.
+def _quick_keys(text: str) -> list[str] | None | _Failed:
+    """The top-level keys of the JSON object *text* (None for another value), scanned with no call back into Python.
 
-    Numbers are converted as ``json.loads`` converts them, at C speed; one
-    too long for ``int()`` (over 4,300 digits), invalid JSON, and nesting
-    too deep for the scanner all give ``_FAILED``, and :func:`_decode`
-    then tells which (numbers as text there: they cannot fail to convert).
-    The same scanner as :meth:`json.JSONDecoder.decode`, and the same
-    white space around the value (``[ \\t\\n\\r]``).
+    ``_FAILED`` when the C scanner fails: invalid JSON, nesting too deep for
+    it, or a number too long for ``int()`` (over 4,300 digits; numbers are
+    converted as ``json.loads`` converts them, at C speed, floats kept as
+    text), and :func:`_decoded_keys` then tells which.  The same scanner as
+    :meth:`json.JSONDecoder.decode`, and the same white space around the
+    value (``[ \\t\\n\\r]``).  The value is freed before the return.
     """
     start = len(text) - len(text.lstrip(_WHITESPACE))
     try:
@@ -174,7 +146,44 @@ def _quick_decode(text: str) -> object:
         return _FAILED
     if end != len(text) and text[end:].strip(_WHITESPACE):
         return _FAILED  # more after the value
-    return value
+    keys = list(value) if type(value) is dict else None
+    del value
+    return keys
+
+
+def _decoded_keys(data: bytes, text: str) -> list[str] | None:
+    """:func:`_quick_keys` with numbers as their text; :class:`UnreadableBody` when *text* (of *data*) is not JSON."""
+    try:
+        # Numbers are left as their text: only keys are looked at, and a
+        # 4,301-digit number cannot fail to convert.
+        value = _DECODER.decode(text)
+    except RecursionError:
+        raise _unreadable(data, "it is nested deeper than %d levels" % MAX_DEPTH) from None
+    except ValueError as exc:  # bad JSON
+        raise _unreadable(data, "it is not valid JSON (%s)" % shorten(str(exc))) from None
+    keys = list(value) if type(value) is dict else None
+    del value
+    return keys
+
+
+def _paused(scan, *args):
+    """``scan(*args)`` with the cycle collector paused, if it runs: for a large body.
+
+    The decoder makes every array and object of the body, all alive until
+    the scan takes the keys and frees them: a collection on the way frees
+    nothing, yet those of the oldest generation walk the whole heap of the
+    process, again and again (three quarters of the time of a megabyte of
+    nested arrays in a process the size of a service's).  While paused,
+    the scan runs C code only (the decoder, the copy of the keys, the
+    freeing of the value), which no other thread interrupts.
+    """
+    if not gc.isenabled():
+        return scan(*args)
+    gc.disable()
+    try:
+        return scan(*args)
+    finally:
+        gc.enable()
 
 
 def _text(data: bytes) -> str:
@@ -185,18 +194,6 @@ def _text(data: bytes) -> str:
         raise _unreadable(data, "it is not valid JSON (%s)" % shorten(str(exc))) from None
 
 
-def _decode(data: bytes, text: str) -> object:
-    """*text* (of the body *data*) decoded as ``json.loads`` decodes it; :class:`UnreadableBody` when it is not JSON."""
-    try:
-        # Numbers are left as their text: only keys are looked at, and a
-        # 4,301-digit number cannot fail to convert.
-        return _DECODER.decode(text)
-    except RecursionError:
-        raise _unreadable(data, "it is nested deeper than %d levels" % MAX_DEPTH) from None
-    except ValueError as exc:  # bad JSON
-        raise _unreadable(data, "it is not valid JSON (%s)" % shorten(str(exc))) from None
-
-
 # One decoder for every body (json.loads with options would build one per call).
 _DECODER = json.JSONDecoder(strict=False, parse_int=str, parse_float=str, parse_constant=str)
 # The C scanner of a decoder that calls back into no Python code: integers
@@ -204,8 +201,14 @@ _DECODER = json.JSONDecoder(strict=False, parse_int=str, parse_float=str, parse_
 # their text (faster than converted).
 _SCAN = json.JSONDecoder(strict=False, parse_float=str).scan_once  # type: ignore[attr-defined]
 _WHITESPACE = " \t\n\r"
-_FAILED = object()
-# Bodies longer than this (in characters) are decoded with the cycle collector paused.
+
+
+class _Failed:
+    """What :func:`_quick_keys` gives when the scanner fails."""
+
+
+_FAILED = _Failed()
+# Bodies longer than this (in characters) are scanned with the cycle collector paused (_paused).
 _LARGE = 64 * 1024
 
 # For _depth: every byte but brackets (deleted), brackets as one kind of

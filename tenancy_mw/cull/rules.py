@@ -334,6 +334,10 @@ class CullRule:
 class PathView:
     """A request path prepared once for matching against many rules.
 
+    *canonical* says the segments are canonical ones, none empty (as
+    ``admin_cull`` builds its views): a plain ASCII path of them is simple
+    without each segment being checked again.
+
     :ivar folded: the path, case-folded, for the literal pre-test.
     :ivar plain: whether the path has a single reading (no ``;``
         parameters, spaces or backslashes).
