@@ -349,7 +349,7 @@ if AdminCull is not None:
         # parsing the body alone (some 3 us: the read, a fresh stream for the app, the JSON
         # scan) is over half of what 1/3 of RequestId allows, the path's judging (the default
         # rules' .../action patterns, the keyed rule, and the GET-only default rule that makes
-        # the filter look for a method override) about as much again.
+        # the filter look for a method override) as much again.
         Case(
             "admin_cull nova policy action",
             "admin_cull",

@@ -376,14 +376,13 @@ class AdminCull(TenancyMiddleware):
                 culled = self._cull_by_action(environ, [(method, rule) for rule in keyed], canonical)
                 if culled is not None:
                     return culled
-            if others is None:
+            # Most requests carry nothing that could name another method (no
+            # override header, no query or form that could spell _method):
+            # then no rule of another method is matched at all.
+            if others is None or not _may_override(environ, method):
                 return None
             others = [rule for rule in others if any(rule.matches_path(view) for view in views)]
-            # Most requests carry nothing that could name another method (no
-            # override header, no query or form that could spell _method).
-            if not others or not _may_override(environ, method):
-                return None
-            return self._judge_overrides(environ, method, canonical, others)
+            return self._judge_overrides(environ, method, canonical, others) if others else None
         except PathRefused as exc:
             LOG.info("admin_cull refused path %r: %s", shorten(str(exc.value), 300), exc.detail)
             return functools.partial(self.refuse_path, environ, refused=exc)
