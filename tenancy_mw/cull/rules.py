@@ -456,14 +456,15 @@ class PathView:
 
 
 class RuleTable:
-    """Rules (those naming a method, say) arranged so a request finds the few it must try.
+    """Rules arranged so a request finds the few that may match its path, whatever their methods.
 
     A rule is tried (:meth:`CullRule.matches_path`) only if the path could
     hold a match: every rule with literal tokens is filed under one of them,
-    and skipped on a path without it.  Build one per set of judged methods,
-    when the pipeline loads; per request, :meth:`simple_candidates` (a
-    simple view, :attr:`PathView.simple`) or :meth:`candidates` (any views)
-    give the rules to try, in the table's order within each kind.
+    and skipped on a path without it.  Build one when the pipeline loads
+    (``admin_cull`` builds one of all its rules); per request,
+    :meth:`simple_candidates` (a simple view, :attr:`PathView.simple`) or
+    :meth:`candidates` (any views) give the rules to try, in the table's
+    order within each kind; the caller tells them apart by method.
 
     On a simple view, a rule whose pattern can only match the path's last
     segments (:attr:`CullRule.tail_checks`) is looked up by the one segment
@@ -552,6 +553,8 @@ class RuleTable:
                     match = version.match(text, position)
                     if match is not None and match.lastindex - 1 < first:
                         first = match.lastindex - 1
+                        if first == 0:
+                            break
                 if first < len(version_rules):
                     found = found + version_rules[first:]
         return found
