@@ -126,6 +126,14 @@ def _read_up_to(stream, limit: int) -> bytes:
     pieces = []
     got = 0
     try:
+        # The usual body comes whole in the first read: no list, no join.
+        first = stream.read(min(_CHUNK, limit))
+        if not first:
+            return b""
+        if type(first) is bytes and len(first) >= limit:
+            return first
+        pieces.append(first)
+        got = len(first)
         while got < limit:
             piece = stream.read(min(_CHUNK, limit - got))
             if not piece:

@@ -38,10 +38,11 @@ Example::
 
 from __future__ import annotations
 
+import gc
 import json
-import re
 from array import array
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add, mul, sub
 
 from tenancy_mw.core.bodies import MAX_DEPTH, BodyError
 from tenancy_mw.core.paths import shorten
@@ -109,52 +110,159 @@ def json_object_keys(data: bytes) -> frozenset[str]:
           ...
         tenancy_mw.cull.forms.UnreadableBody: The request body is a JSON array, not an object: ...
     """
-    try:
-        text = data.decode(json.detect_encoding(data), "surrogatepass")
-        # Numbers are left as their text: only keys are looked at, and a
-        # 4,301-digit number cannot fail to convert.
-        value = _DECODER.decode(text)
-    except RecursionError:
-        raise _unreadable(data, "it is nested deeper than %d levels" % MAX_DEPTH) from None
-    except ValueError as exc:  # bad JSON, and bytes that are not text in any encoding JSON allows
-        raise _unreadable(data, "it is not valid JSON (%s)" % shorten(str(exc))) from None
+    # The usual body, ASCII: json.detect_encoding() would say UTF-8 (no NUL
+    # in its first bytes, no BOM), and the ASCII codec reads it the same.
+    text = data.decode("ascii") if data.isascii() and b"\0" not in data else _text(data)
+    keys = _paused(_quick_keys, text) if len(text) > _LARGE else _quick_keys(text)
+    if isinstance(keys, _Failed):
+        keys = _paused(_decoded_keys, data, text) if len(text) > _LARGE else _decoded_keys(data, text)
     # Only a body with more than MAX_DEPTH brackets can nest that deep (counted at C speed).
     if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
         raise _unreadable(data, "it is nested deeper than %d levels" % MAX_DEPTH)
-    if not isinstance(value, dict):
+    if keys is None:
         raise UnreadableBody(
             400,
             UNREADABLE_BODY_CODE,
             "The request body is a JSON %s, not an object: an action call's body is one object, "
             'as {"reboot": {"type": "SOFT"}}.' % _json_type(text),
         )
-    return frozenset(fold_action_key(key) for key in value)
+    return frozenset(fold_action_key(key) for key in keys)
+
+
+def _quick_keys(text: str) -> list[str] | None | _Failed:
+    """The top-level keys of the JSON object *text* (None for another value), scanned with no call back into Python.
+
+    ``_FAILED`` when the C scanner fails: invalid JSON, nesting too deep for
+    it, or a number too long for ``int()`` (over 4,300 digits; numbers are
+    converted as ``json.loads`` converts them, at C speed, floats kept as
+    text), and :func:`_decoded_keys` then tells which.  The same scanner as
+    :meth:`json.JSONDecoder.decode`, and the same white space around the
+    value (``[ \\t\\n\\r]``).  The value is freed before the return.
+    """
+    start = len(text) - len(text.lstrip(_WHITESPACE))
+    try:
+        value, end = _SCAN(text, start)
+    except (ValueError, StopIteration, RecursionError):
+        return _FAILED
+    if end != len(text) and text[end:].strip(_WHITESPACE):
+        return _FAILED  # more after the value
+    keys = list(value) if type(value) is dict else None
+    del value
+    return keys
+
+
+def _decoded_keys(data: bytes, text: str) -> list[str] | None:
+    """:func:`_quick_keys` with numbers as their text; :class:`UnreadableBody` when *text* (of *data*) is not JSON."""
+    try:
+        # Numbers are left as their text: only keys are looked at, and a
+        # 4,301-digit number cannot fail to convert.
+        value = _DECODER.decode(text)
+    except RecursionError:
+        raise _unreadable(data, "it is nested deeper than %d levels" % MAX_DEPTH) from None
+    except ValueError as exc:  # bad JSON
+        raise _unreadable(data, "it is not valid JSON (%s)" % shorten(str(exc))) from None
+    keys = list(value) if type(value) is dict else None
+    del value
+    return keys
+
+
+def _paused(scan, *args):
+    """``scan(*args)`` with the cycle collector paused, if it runs: for a large body.
+
+    The decoder makes every array and object of the body, all alive until
+    the scan takes the keys and frees them: a collection on the way frees
+    nothing, yet those of the oldest generation walk the whole heap of the
+    process, again and again (three quarters of the time of a megabyte of
+    nested arrays in a process the size of a service's).  While paused,
+    the scan runs C code only (the decoder, the copy of the keys, the
+    freeing of the value), which no other thread interrupts.
+    """
+    if not gc.isenabled():
+        return scan(*args)
+    gc.disable()
+    try:
+        return scan(*args)
+    finally:
+        gc.enable()
+
+
+def _text(data: bytes) -> str:
+    """*data* as text, in the encoding ``json.loads`` would find; :class:`UnreadableBody` when it is none."""
+    try:
+        return data.decode(json.detect_encoding(data), "surrogatepass")
+    except ValueError as exc:  # bytes that are not text in any encoding JSON allows
+        raise _unreadable(data, "it is not valid JSON (%s)" % shorten(str(exc))) from None
 
 
 # One decoder for every body (json.loads with options would build one per call).
 _DECODER = json.JSONDecoder(strict=False, parse_int=str, parse_float=str, parse_constant=str)
+# The C scanner of a decoder that calls back into no Python code: integers
+# converted by the scanner itself (faster than as text), floats kept as
+# their text (faster than converted).
+_SCAN = json.JSONDecoder(strict=False, parse_float=str).scan_once  # type: ignore[attr-defined]
+_WHITESPACE = " \t\n\r"
 
-# JSON strings (which may hold brackets), anything but brackets, and an
-# innermost pair of brackets, for _depth.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKETS = re.compile(r"[^][{}]+")
-_INNERMOST = re.compile(r"\[\]|\{\}")
-_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+
+class _Failed:
+    """What :func:`_quick_keys` gives when the scanner fails."""
+
+
+_FAILED = _Failed()
+# Bodies longer than this (in characters) are scanned with the cycle collector paused (_paused).
+_LARGE = 64 * 1024
+
+# For _depth: every byte but brackets (deleted), brackets as one kind of
+# pair, and those as steps of +1 and -1.
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_PAIRS = bytes.maketrans(b"[{]}", b"(())")
+_STEPS = bytes.maketrans(b"()", b"\x01\xff")
 
 
 def _depth(text: str) -> int:
     """How deep the arrays and objects of the valid JSON *text* nest.
 
     Worked out on the text in C-speed passes (a walk of the parsed value
-    costs a Python step per value, some 200 ms on a hostile megabyte): the
-    brackets outside strings, less the innermost pairs (one level), as
-    steps of +1 and -1 whose running sum peaks at the depth.
+    costs a Python step per value, some 200 ms on a hostile megabyte, and
+    so does a regular expression matching every string): the text outside
+    strings (split at the quotes, once the escapes that hold a backslash
+    or a quote are dropped: valid JSON has them in strings only), then its
+    brackets as one kind of pair (:func:`_bracket_depth`).
     """
-    brackets = _NOT_BRACKETS.sub("", _STRING.sub("", text))
-    rest = _INNERMOST.sub("", brackets)
-    if not rest:
-        return 1 if brackets else 0
-    return 1 + max(accumulate(array("b", rest.encode("ascii").translate(_STEPS))))
+    if '"' in text:
+        if "\\" in text:
+            text = text.replace("\\\\", "").replace('\\"', "")
+        text = "".join(text.split('"')[::2])
+    # Outside strings, valid JSON is ASCII.
+    return _bracket_depth(text.encode("ascii").translate(_PAIRS, _NOT_BRACKETS))
+
+
+def _bracket_depth(brackets: bytes) -> int:
+    """How deep the balanced pairs of ``(`` and ``)`` in *brackets* nest.
+
+    Removing every innermost pair takes one level off every pair: passes
+    do so while they shrink the text by a quarter at least (so they cost
+    a few passes' time in all).  What is left is cut at its valleys
+    (``)(``) into mountains, ``(`` * a then ``)`` * b, whose peaks the
+    running sum of the mountains' rises and falls gives at C speed; or,
+    when there are many mountains, the running sum of every step.
+    """
+    levels = 0
+    while True:
+        rest = brackets.replace(b"()", b"")
+        if not rest:
+            return levels + 1 if brackets else levels
+        shrunk = len(rest) * 4 <= len(brackets) * 3
+        brackets = rest
+        levels += 1
+        if not shrunk:
+            break
+    if brackets.count(b")(") * 16 < len(brackets):
+        mountains = brackets.split(b")(")
+        rises = list(map(bytes.count, mountains, repeat(b"(")))
+        # A mountain's net: its rises less its falls; the valley between two is -1 then +1.
+        nets = map(sub, map(mul, rises, repeat(2)), map(len, mountains))
+        return levels + max(map(add, accumulate(nets, initial=0), rises))
+    return levels + max(accumulate(array("b", brackets.translate(_STEPS))))
 
 
 def _unreadable(data: bytes, why: str) -> UnreadableBody:

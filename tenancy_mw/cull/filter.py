@@ -139,6 +139,7 @@ from tenancy_mw.cull.rules import (
     CullRule,
     PathView,
     RuleError,
+    RuleTable,
     parse_rules,
     prepare_folding,
 )
@@ -280,21 +281,9 @@ class AdminCull(TenancyMiddleware):
             raise self.config_error("rules", options.rules, str(exc)) from None
         self.rules = parse_rules(sources) + operator_rules + self._policy_rules(options)
         prepare_folding()
-        # Rules grouped by their longest literal (the most specific as a rule: a
-        # path with "servers" but no "diagnostics" skips GET /servers/*/diagnostics):
-        # one test skips a whole group (most paths hold no "action" at all).  Rules without a
-        # literal are grouped by the segment that must be a version: one
-        # version test skips them all (see CullRule.version_index).
-        self._unconditional = [rule for rule in self.rules if not rule.literals]
-        groups: dict[str, list] = {}
-        for rule in self.rules:
-            if rule.literals:
-                groups.setdefault(max(rule.literals, key=len), []).append(rule)
-        self._literal_groups = list(groups.items())
-        # The same, for each usual method, holding only the rules naming it:
-        # a request tries no rule of another method unless it could carry
-        # a method override.
-        self._rules_by_method = {method: self._rules_for(judged) for method, judged in _JUDGED.items()}
+        # One table of every rule, whatever its methods: most requests find
+        # no rule that may match their path, by a few lookups, and stop there.
+        self._table = RuleTable(self.rules)
         self.cull_status = options.cull_status
         self.max_segments = options.max_segments
         self.max_target_length = options.max_target_length
@@ -312,28 +301,6 @@ class AdminCull(TenancyMiddleware):
             raise self.config_error("policy_namespace", options.policy_namespace, str(exc)) from None
         log_derivation(LOG, derivation)
         return rules
-
-    def _rules_for(self, judged: frozenset[str]) -> tuple[list, list, list, dict]:
-        """The rules naming a method of *judged*, in four parts.
-
-        Those without a literal or a version group, those without a literal
-        by :attr:`~tenancy_mw.cull.rules.CullRule.version_index`, those by
-        last literal, and the same groups as a dict by literal (looked up
-        by a plain path's segments, see :func:`_literal_rules`).
-        """
-        unconditional = [r for r in self._unconditional if r.applies_to(judged)]
-        by_version: dict[int, list] = {}
-        for rule in unconditional:
-            if rule.version_index is not None:
-                by_version.setdefault(rule.version_index, []).append(rule)
-        groups = [(literal, [r for r in group if r.applies_to(judged)]) for literal, group in self._literal_groups]
-        groups = [(lit, g) for lit, g in groups if g]
-        return (
-            [r for r in unconditional if r.version_index is None],
-            list(by_version.items()),
-            groups,
-            dict(groups),
-        )
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         # judge(), inlined: one call less on every request.
@@ -383,26 +350,21 @@ class AdminCull(TenancyMiddleware):
             method = environ.get("REQUEST_METHOD", "GET").upper()
             if self.refuse_overrides:
                 self._refuse_named_overrides(environ)
-            folded = views[0].folded if len(views) == 1 else "\n".join(view.folded for view in views)
-            # The rules for the method, tried here rather than in a helper:
-            # this is every request's path, and a call costs as much as a
-            # rule skipped by its literal.
-            table = self._rules_by_method.get(method)
-            rules, by_version, groups, by_literal = table if table is not None else self._rules_for(_judged_as(method))
-            if by_version:
-                plain = views[0] if len(views) == 1 and views[0].plain else None
-                for index, group in by_version:
-                    # A version test holds only for a path of one reading.
-                    if plain is None or plain.version_at(index):
-                        rules = rules + group
-            if len(groups) > _FEW_GROUPS and len(views) == 1 and views[0].plain and folded.isascii():
-                rules = rules + _literal_rules(folded, by_literal)
+            table = self._table
+            if len(views) == 1 and views[0].simple:
+                rules = table.simple_candidates(views[0])
             else:
-                for literal, group in groups:
-                    if literal in folded:  # one substring test skips a whole group
-                        rules = rules + group
+                rules = table.candidates(views, "\n".join(view.folded for view in views))
+            if not rules:
+                return None  # most requests: no rule may match the path, whatever the method
+            judged = _judged_as(method)
             keyed = None
+            others = None
             for rule in rules:
+                if rule.methods is not None and rule.methods.isdisjoint(judged):
+                    # A rule of another method: it matters only with an override.
+                    others = [rule] if others is None else others + [rule]
+                    continue
                 for view in views:
                     if rule.matches_path(view):
                         if rule.action_keys is None:
@@ -416,10 +378,11 @@ class AdminCull(TenancyMiddleware):
                     return culled
             # Most requests carry nothing that could name another method (no
             # override header, no query or form that could spell _method):
-            # they stop here, before any rule for another method is tried.
-            if not _may_override(environ, method):
+            # then no rule of another method is matched at all.
+            if others is None or not _may_override(environ, method):
                 return None
-            return self._judge_overrides(environ, method, canonical, views, folded)
+            others = [rule for rule in others if any(rule.matches_path(view) for view in views)]
+            return self._judge_overrides(environ, method, canonical, others) if others else None
         except PathRefused as exc:
             LOG.info("admin_cull refused path %r: %s", shorten(str(exc.value), 300), exc.detail)
             return functools.partial(self.refuse_path, environ, refused=exc)
@@ -432,7 +395,12 @@ class AdminCull(TenancyMiddleware):
         if raw is None or len(raw) > self.max_target_length:
             check_target_length(environ, self.max_target_length)
         canonical = canonical_path(environ)
-        views = [self._view(canonical)]
+        segments = canonical.segments
+        if "" in segments:
+            views = [self._view(canonical)]
+        else:
+            # _view(), the usual case inlined: canonical segments, none empty.
+            views = [PathView(segments, self.version_re, canonical.prefix_length, canonical=True)]
         if environ.get(REWRITTEN_KEY):
             views.append(self._view(routed_path(environ)))
         accept = environ.get("HTTP_ACCEPT", "")
@@ -466,18 +434,8 @@ class AdminCull(TenancyMiddleware):
                 "Method overrides are not accepted here (got %s)." % ", ".join(sorted(map(repr, named))),
             )
 
-    def _judge_overrides(
-        self, environ: dict, method: str, canonical, views: list[PathView], folded: str
-    ) -> Callable | None:
-        """Judge the methods the request's overrides name, on a path admin for another method than *method*."""
-        judged = _judged_as(method)
-        others = [
-            rule
-            for rule in self._unconditional + [r for lit, group in self._literal_groups if lit in folded for r in group]
-            if not rule.applies_to(judged) and any(rule.matches_path(view) for view in views)
-        ]
-        if not others:
-            return None
+    def _judge_overrides(self, environ: dict, method: str, canonical, others: list[CullRule]) -> Callable | None:
+        """Judge the methods the request's overrides name; *others* are the rules of other methods its path matches."""
         if self.refuse_overrides:
             # Header and query overrides were refused already.  A body a
             # framework would read a form from is not read in this mode: on
@@ -533,7 +491,7 @@ class AdminCull(TenancyMiddleware):
         if "" in segments:
             prefix = sum(1 for s in segments[:prefix] if s)
             segments = canonical.collapsed
-        return PathView(segments, self.version_re, prefix)
+        return PathView(segments, self.version_re, prefix, canonical=True)
 
     def _mounted_view(self, view: PathView, version: str) -> PathView:
         """*view* as a urlmap in front of the app routes it under *version*: ``SCRIPT_NAME += /version``."""
@@ -570,10 +528,6 @@ class AdminCull(TenancyMiddleware):
         )
 
 
-# Up to this many literal groups, a substring test of each is cheaper than a
-# lookup per segment (the default rules have three; nova's derived ones some 25).
-_FEW_GROUPS = 6
-
 # The usual methods' answers of _judged_as, made once.
 _JUDGED = {m: frozenset((m,)) for m in ("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
 _JUDGED["HEAD"] = frozenset(("HEAD", "GET"))
@@ -585,27 +539,6 @@ def _judged_as(method: str) -> frozenset[str]:
     if judged is None:
         judged = frozenset((method,))
     return judged
-
-
-def _literal_rules(folded: str, by_literal: dict) -> list:
-    """The rules whose group literal a plain ASCII path's segments hold: one lookup per segment.
-
-    On such a path (no ``;`` parameters, spaces, backslashes or non-ASCII
-    letters) a literal token matches a segment only as the segment,
-    lower-cased, or as its stem before a final ``.extension``
-    (:func:`~tenancy_mw.cull.rules._literal_matches`), so a group whose
-    literal is neither for any segment holds no rule that can match: the
-    same groups as a substring test of every literal finds, or fewer.
-    """
-    found: list = []
-    get = by_literal.get
-    for segment in folded.split("/"):
-        group = get(segment)
-        if group is None and "." in segment:
-            group = get(segment.rsplit(".", 1)[0])
-        if group:
-            found += group
-    return found
 
 
 def _may_override(environ: dict, method: str) -> bool:

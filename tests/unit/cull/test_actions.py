@@ -9,6 +9,7 @@ object is refused, never passed on unjudged.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import logging
@@ -633,3 +634,68 @@ def test_any_body_is_judged_or_refused_never_an_error(data, framing):
     else:
         assert service.seen == []
         assert json.loads(body)["errors"][0]["status"] == status
+
+
+@st.composite
+def _balanced(draw) -> bytes:
+    """Balanced pairs of ( and ): many small mountains, a few deep ones, or both."""
+    steps = draw(st.lists(st.sampled_from([1, 1, -1, -1, 3, -3, 40, -40]), max_size=60))
+    out, depth = [], 0
+    for step in steps:
+        step = max(step, -depth)
+        out.append(b"(" * step if step > 0 else b")" * -step)
+        depth += step
+    return b"".join(out) + b")" * depth
+
+
+@settings(max_examples=400, deadline=None)
+@given(_balanced(), st.integers(1, 400))
+def test_the_bracket_depth_is_the_running_sums_peak(brackets, repeat):
+    # _depth's last step takes levels off in passes, then sums mountains or
+    # every step, whichever is cheaper: always the peak of the plain running sum.
+    brackets = brackets * repeat
+    depth = peak = 0
+    for byte in brackets:
+        depth += 1 if byte == ord("(") else -1
+        peak = max(peak, depth)
+    assert actions._bracket_depth(brackets) == peak
+
+
+@pytest.mark.parametrize(
+    "number",
+    [b"1" * 5000, b"-" + b"9" * 4301, b"1." + b"5" * 5000, b"1e" + b"9" * 5000, b"NaN", b"-Infinity"],
+    ids=["5000-digits", "4301-digits", "long-fraction", "long-exponent", "nan", "minus-infinity"],
+)
+def test_any_number_python_reads_is_read_however_long(number):
+    # The C scanner converts integers itself; one too long for int() is read
+    # again with numbers as text, as json.loads with parse_int=str reads it.
+    data = b'{"evacuate": [' + number + b'], "reboot": 1}'
+    assert json_object_keys(data) == {"evacuate", "reboot"}
+    assert json_object_keys(b" \n" + data + b"\t") == {"evacuate", "reboot"}
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize(
+    ("data", "refused"),
+    [
+        (b'{"reboot": [' + b"[[[]]]," * 20_000 + b'1], "evacuate": 1}', False),
+        (b'{"reboot": [' + b"[[[]]]," * 20_000 + b"1}", True),
+        (b'[{"evacuate": 1}, ' + b"[[[]]]," * 20_000 + b"1]", True),
+    ],
+    ids=["object", "invalid", "array"],
+)
+def test_a_large_body_leaves_the_cycle_collector_as_it_found_it(data, refused, enabled):
+    # A large body is scanned with the collector paused: on again afterwards,
+    # whatever the body, unless it was off before.
+    assert len(data) > actions._LARGE
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        if refused:
+            with pytest.raises(UnreadableBody):
+                json_object_keys(data)
+        else:
+            assert json_object_keys(data) == {"reboot", "evacuate"}
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

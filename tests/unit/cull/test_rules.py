@@ -5,10 +5,18 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tenancy_mw.cull.rules import DEFAULT_RULES, PathView, RuleError, fold_action_key, parse_rule, parse_rules
+from tenancy_mw.cull.rules import (
+    DEFAULT_RULES,
+    PathView,
+    RuleError,
+    RuleTable,
+    fold_action_key,
+    parse_rule,
+    parse_rules,
+)
 from tenancy_mw.tenants.ids import DEFAULT_VERSION_PATTERN
 
 VERSION = re.compile(DEFAULT_VERSION_PATTERN, re.IGNORECASE)
@@ -178,11 +186,125 @@ def test_the_one_reading_shortcut_agrees_with_the_general_matcher(segments, pref
     # must come to the same answer for every rule.
     rules = parse_rules(list(DEFAULT_RULES) + ["PUT,DELETE /os-services/*", "GET /a/*/c", "* /x/{version}/*"])
     shortcut = PathView(tuple(segments), VERSION, prefix)
-    general = PathView(tuple(segments), VERSION, prefix)
+    general = _general(segments, prefix)
     assert shortcut.plain
-    general.plain = False  # take the general matcher's road on the same reading
     for rule in rules:
         assert rule.matches_path(shortcut) is rule.matches_path(general), (rule.source, segments, prefix)
+
+
+def _general(segments, prefix: int) -> PathView:
+    """A view of *segments* that takes the general matcher's road (every reading, every start, _match)."""
+    view = PathView(tuple(segments), VERSION, prefix)
+    view.plain = False
+    view.simple = False
+    return view
+
+
+# Segments a simple (plain ASCII) path may hold, alike enough to rule literals to
+# match in every way: as they are, in capitals, with an extension, as a longer stem.
+_SIMPLE_SEGMENTS = [
+    "v1",
+    "v2.1",
+    "V3",
+    "v2.1.json",
+    "v2",
+    "acme",
+    "action",
+    "Action.json",
+    "ACTION.",
+    "action.x.json",
+    "actions",
+    "move",
+    "MOVE.xml",
+    "restore",
+    "servers",
+    "a.b",
+    "A.B.json",
+    "a.b.c",
+    "x",
+    "x.",
+    ".json",
+    "7",
+    "a",
+    "b",
+]
+# Pattern tokens: wildcards, versions, and literals with and without dots; one
+# literal a fullwidth solidus folds into "/", which no segment of a simple path holds.
+_TOKENS = ["**", "*", "{tenant}", "{version}", "action", "move", "servers", "v2.1", "a.b", "x", "", "a\uff0fb"]
+
+
+@st.composite
+def _patterns(draw) -> str:
+    tokens = draw(st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=6))
+    if draw(st.booleans()):
+        tokens.insert(0, "{version}")  # half of them tried at the version starts
+    if not any(tokens):
+        tokens.append("*")
+    return "* /" + "/".join(tokens)
+
+
+@settings(max_examples=1000, deadline=None)
+@example(["* /{version}/x"], ["v1", "acme", "v2", "x"], 0)
+@example(["* /{version}/**/action/*"], ["V3", "v2.1", "action.x.json", "7"], 1)
+@example(["* /**/a\uff0fb/**"], ["v1", "a", "b"], 0)
+@given(
+    st.lists(_patterns(), min_size=1, max_size=6),
+    st.lists(st.sampled_from(_SIMPLE_SEGMENTS), min_size=1, max_size=8),
+    st.integers(0, 3),
+)
+def test_the_simple_path_matching_agrees_with_the_general_matcher(patterns, segments, prefix):
+    # On a simple path a rule is tried by its compiled program or its tail
+    # checks, and a table hands out only the rules that may match (looked up
+    # by segment, screened by one regular expression per group): none of it
+    # may tell another answer than the general matcher, which walks every
+    # reading and every start, for any rule on any path.
+    rules = parse_rules(patterns + list(DEFAULT_RULES))
+    simple = PathView(tuple(segments), VERSION, prefix)
+    assert simple.simple
+    general = _general(segments, prefix)
+    matching = [rule for rule in rules if rule.matches_path(general)]
+    assert [rule for rule in rules if rule.matches_path(simple)] == matching, (segments, prefix)
+    table = RuleTable(rules)
+    for found in (table.simple_candidates(simple), table.candidates([general], general.folded)):
+        assert {rule.source for rule in matching} <= {rule.source for rule in found}, (segments, prefix)
+
+
+@pytest.mark.parametrize(
+    ("segments", "simple"),
+    [
+        (("v2.1", "acme", "servers"), True),
+        (("v2.1", "Acme.json", "a.b"), True),
+        (("v2.1", "acme;x"), False),
+        (("v2.1", "a b"), False),
+        (("v2.1", "a\\b"), False),
+        (("v2.1", "\u2211"), False),
+        (("v2.1", "a\tb"), False),
+        (("v2.1", "", "acme"), False),
+        (("v2.1", "a/b"), False),
+        ((), False),
+    ],
+)
+def test_a_view_is_simple_only_when_plain_ascii_segments_as_the_canonical_form_gives(segments, simple):
+    assert PathView(segments, VERSION).simple is simple
+
+
+def test_a_table_looks_rules_ending_in_fixed_segments_up_by_segment():
+    rules = parse_rules(["GET /os-hosts/*/reboot", "DELETE /servers/*/migrations/*", "* /**/action/move/**"])
+    table = RuleTable(rules)
+    assert [(index, sorted(literals)) for index, literals in table.tail_index] == [
+        (-1, ["reboot"]),
+        (-2, ["migrations"]),
+    ]
+
+    def found(*segments):
+        return [rule.source for rule in table.simple_candidates(PathView(segments, VERSION))]
+
+    assert found("v2.1", "os-hosts", "h1", "Reboot.json") == ["GET /os-hosts/*/reboot"]
+    assert found("v2.1", "servers", "7", "migrations", "8") == ["DELETE /servers/*/migrations/*"]
+    assert found("v2.1", "servers", "7", "action", "move") == ["* /**/action/move/**"]
+    # An "action" segment alone is screened out by the group's expression.
+    assert found("v2.1", "servers", "7", "action") == []
+    assert found("v2.1", "servers", "detail") == []
 
 
 @settings(max_examples=300, deadline=None)
