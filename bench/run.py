@@ -38,6 +38,7 @@ from idempotency_cases import report_lines as idempotency_report_lines
 from oslo_middleware.request_id import RequestId
 
 from tenancy_mw.core.bodies import MAX_DEPTH
+from tenancy_mw.cull.actions import ACTION_BODY_LIMIT, MAX_CONTAINERS
 from tenancy_mw.cull.overrides import MAX_ESCAPES
 from tenancy_mw.tags.filter import TagQueryFilter
 from tenancy_mw.tenants.path_filter import TenantPath
@@ -188,11 +189,16 @@ def _multipart_body(size: int) -> bytes:
     return body + b"--zz--\r\n"
 
 
-def _nested_json_body(size: int) -> bytes:
-    """A member's action body of *size* bytes at most: arrays nested to MAX_DEPTH, again and again."""
+def _worst_action_body(size: int) -> bytes:
+    """A member's action body of *size* bytes at most, the costliest admin_cull reads whole.
+
+    As many arrays as it decodes (MAX_CONTAINERS), nested to MAX_DEPTH, then
+    numbers to the size: every value the decoder makes.
+    """
     nest = b"[" * (MAX_DEPTH - 2) + b"]" * (MAX_DEPTH - 2)
-    head, tail = b'{"reboot": [', b"]}"
-    return head + b",".join([nest] * ((size - len(head) - len(tail) + 1) // (len(nest) + 1))) + tail
+    nests = b",".join([nest] * ((MAX_CONTAINERS - 1) // (MAX_DEPTH - 2)))
+    head, tail = b'{"reboot": [' + nests, b"]}"
+    return head + b",1" * ((size - len(head) - len(tail)) // 2) + tail
 
 
 #: The rows, in print order.  A new filter is one or a few entries here.
@@ -360,18 +366,18 @@ if AdminCull is not None:
             ),
             body=b'{"reboot": {"type": "SOFT"}}',
         ),
-        # Worst case of the body read: the largest body read (FORM_BODY_LIMIT) on the keyed
-        # path, a member's action whose arrays nest to the bound (MAX_DEPTH) over and over,
-        # the costliest JSON found to parse and measure (about a million containers).
+        # Worst case of the body read: the largest body read (ACTION_BODY_LIMIT, the
+        # max_action_body_size default) on the keyed path, a member's action with as many
+        # arrays as are decoded (MAX_CONTAINERS) nested to the bound (MAX_DEPTH), then numbers.
         Case(
-            "admin_cull 1MiB JSON action",
+            "admin_cull 112KiB JSON action",
             "admin_cull",
             lambda app: AdminCull(app, {"rules": NOVA_POLICY_RULES}),
             dict(
                 target("/v2.1/%s/servers/7c9e6679-7425-40de-944b-e07fc1f90ae7/action" % TENANT, method="POST"),
                 CONTENT_TYPE="application/json",
             ),
-            body=_nested_json_body(1024 * 1024),
+            body=_worst_action_body(ACTION_BODY_LIMIT),
             max_overhead_ns=WORST_CASE_NS,
             share=0.0002,
         ),

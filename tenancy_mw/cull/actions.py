@@ -38,7 +38,6 @@ Example::
 
 from __future__ import annotations
 
-import gc
 import json
 from array import array
 from itertools import accumulate, repeat
@@ -46,10 +45,17 @@ from operator import add, mul, sub
 
 from tenancy_mw.core.bodies import MAX_DEPTH, BodyError
 from tenancy_mw.core.paths import shorten
-from tenancy_mw.cull.forms import FORM_BODY_LIMIT, UnreadableBody, has_body, read_body_once
+from tenancy_mw.cull.forms import UnreadableBody, has_body, read_body_once
 from tenancy_mw.cull.rules import fold_action_key
 
-__all__ = ["ACTION_KEYS_KEY", "UNREADABLE_BODY_CODE", "body_action_keys", "json_object_keys"]
+__all__ = [
+    "ACTION_BODY_LIMIT",
+    "ACTION_KEYS_KEY",
+    "MAX_CONTAINERS",
+    "UNREADABLE_BODY_CODE",
+    "body_action_keys",
+    "json_object_keys",
+]
 
 #: environ key caching the body's folded top-level keys with the
 #: ``wsgi.input`` they were read from: a second judge (after a strip, or a
@@ -60,7 +66,19 @@ ACTION_KEYS_KEY = "tenancy.action_keys"
 UNREADABLE_BODY_CODE = "tenancy.unreadable-body"
 
 
-def body_action_keys(environ: dict) -> frozenset[str]:
+#: The default bound of a body read for its action keys (the ``max_action_body_size``
+#: option): oslo.middleware's ``sizelimit`` default, which nova's and cinder's
+#: pipelines enforce before the filter anyway.  An action call's body is some
+#: dozens of bytes; the bound keeps the worst body's decoding to milliseconds.
+ACTION_BODY_LIMIT = 112 * 1024
+
+#: The most arrays and objects (counted as ``[`` and ``{`` characters, in
+#: strings too) a body read for its action keys may hold: the decoder makes
+#: each one, and the cycle collector walks them.  Over it, the body is refused.
+MAX_CONTAINERS = 4096
+
+
+def body_action_keys(environ: dict, limit: int = ACTION_BODY_LIMIT) -> frozenset[str]:
     """The folded top-level keys of the request's JSON body; empty without a body.
 
     Raises :class:`~tenancy_mw.cull.forms.UnreadableBody` (a
@@ -73,22 +91,22 @@ def body_action_keys(environ: dict) -> frozenset[str]:
         return cached[1]
     if not has_body(environ) and not environ.get("HTTP_TRANSFER_ENCODING"):
         return frozenset()  # PEP 3333: no Content-Length and no terminated input is no body
-    data = _read(environ)
+    data = _read(environ, limit)
     keys = json_object_keys(data) if data else frozenset()
     environ[ACTION_KEYS_KEY] = (environ["wsgi.input"], keys)
     return keys
 
 
-def _read(environ: dict) -> bytes:
+def _read(environ: dict, limit: int) -> bytes:
     """The whole body (:func:`~tenancy_mw.cull.forms.read_body_once`), its faults as this filter's refusals."""
     try:
-        return read_body_once(environ)
+        return read_body_once(environ, limit)
     except BodyError as exc:
         if exc.status == 413:
             raise UnreadableBody(
                 413,
                 "tenancy.body-too-large",
-                "The request body is too large to check for its action here (at most %d bytes)." % FORM_BODY_LIMIT,
+                "The request body is too large to check for its action here (at most %d bytes)." % limit,
             ) from None
         raise UnreadableBody(exc.status, UNREADABLE_BODY_CODE, exc.detail) from None
 
@@ -113,11 +131,17 @@ def json_object_keys(data: bytes) -> frozenset[str]:
     # The usual body, ASCII: json.detect_encoding() would say UTF-8 (no NUL
     # in its first bytes, no BOM), and the ASCII codec reads it the same.
     text = data.decode("ascii") if data.isascii() and b"\0" not in data else _text(data)
-    keys = _paused(_quick_keys, text) if len(text) > _LARGE else _quick_keys(text)
+    containers = text.count("[") + text.count("{")
+    if containers > MAX_CONTAINERS:
+        raise _unreadable(
+            data,
+            "it holds %d brackets, more arrays and objects than the %d checked here" % (containers, MAX_CONTAINERS),
+        )
+    keys = _quick_keys(text)
     if isinstance(keys, _Failed):
-        keys = _paused(_decoded_keys, data, text) if len(text) > _LARGE else _decoded_keys(data, text)
+        keys = _decoded_keys(data, text)
     # Only a body with more than MAX_DEPTH brackets can nest that deep (counted at C speed).
-    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
+    if containers > MAX_DEPTH and _depth(text) > MAX_DEPTH:
         raise _unreadable(data, "it is nested deeper than %d levels" % MAX_DEPTH)
     if keys is None:
         raise UnreadableBody(
@@ -166,26 +190,6 @@ def _decoded_keys(data: bytes, text: str) -> list[str] | None:
     return keys
 
 
-def _paused(scan, *args):
-    """``scan(*args)`` with the cycle collector paused, if it runs: for a large body.
-
-    The decoder makes every array and object of the body, all alive until
-    the scan takes the keys and frees them: a collection on the way frees
-    nothing, yet those of the oldest generation walk the whole heap of the
-    process, again and again (three quarters of the time of a megabyte of
-    nested arrays in a process the size of a service's).  While paused,
-    the scan runs C code only (the decoder, the copy of the keys, the
-    freeing of the value), which no other thread interrupts.
-    """
-    if not gc.isenabled():
-        return scan(*args)
-    gc.disable()
-    try:
-        return scan(*args)
-    finally:
-        gc.enable()
-
-
 def _text(data: bytes) -> str:
     """*data* as text, in the encoding ``json.loads`` would find; :class:`UnreadableBody` when it is none."""
     try:
@@ -208,8 +212,6 @@ class _Failed:
 
 
 _FAILED = _Failed()
-# Bodies longer than this (in characters) are scanned with the cycle collector paused (_paused).
-_LARGE = 64 * 1024
 
 # For _depth: every byte but brackets (deleted), brackets as one kind of
 # pair, and those as steps of +1 and -1.

@@ -200,6 +200,15 @@ OPTS = [
         "a few dozen at most, and a cap keeps matching cheap whatever the client sends.",
     ),
     max_target_length_opt(),
+    cfg.IntOpt(
+        "max_action_body_size",
+        default=112 * 1024,
+        min=1024,
+        max=1024 * 1024,
+        help="The largest body, in bytes, read for its action keys on the path of a rule that names them "
+        "(POST /servers/*/action (evacuate)); a larger one there is refused (413). The default is "
+        "oslo.middleware sizelimit's, which nova's and cinder's pipelines apply before the filter.",
+    ),
     cfg.StrOpt(
         "policy_namespace",
         help="Also cull the admin calls of a service's own policy: the name its oslo.policy defaults are "
@@ -287,6 +296,7 @@ class AdminCull(TenancyMiddleware):
         self.cull_status = options.cull_status
         self.max_segments = options.max_segments
         self.max_target_length = options.max_target_length
+        self.max_action_body_size = options.max_action_body_size
         self.refuse_overrides = options.method_override == "refuse"
         self.admin_roles = frozenset(r.strip().lower() for r in options.admin_roles if r.strip())
 
@@ -466,7 +476,7 @@ class AdminCull(TenancyMiddleware):
         """
         if self.admin_roles and self._is_confirmed_admin(environ):
             return None
-        keys = body_action_keys(environ)
+        keys = body_action_keys(environ, self.max_action_body_size)
         for method, rule in keyed:
             if rule.accepts_keys(keys):
                 return self._cull(environ, method, canonical, rule)

@@ -127,8 +127,8 @@ def form_overrides(environ: dict, method: str) -> set[str]:
     return found
 
 
-def read_body_once(environ: dict) -> bytes:
-    """The whole body, at most :data:`FORM_BODY_LIMIT` bytes, read once however many findings are made of it.
+def read_body_once(environ: dict, limit: int = FORM_BODY_LIMIT) -> bytes:
+    """The whole body, at most *limit* bytes, read once however many findings are made of it.
 
     Read with :func:`.core.bodies.read_body` (which raises
     :class:`~tenancy_mw.core.bodies.BodyError`); the app gets a fresh
@@ -146,7 +146,7 @@ def read_body_once(environ: dict) -> bytes:
     held = environ.get(BODY_KEY)
     if held is not None and held[0] is environ.get("wsgi.input"):
         return held[1]
-    data = read_body(environ, FORM_BODY_LIMIT)
+    data = read_body(environ, limit)
     body = io.BytesIO(data)
     environ["wsgi.input"] = body
     environ["CONTENT_LENGTH"] = str(len(data))

@@ -95,7 +95,7 @@ def contribute(middleware: Any, depth: int, context: Context) -> None:
             operation.refuse(400, code, why + " (admin_cull).", fmt, headers)
         reading = _reading(middleware, operation)
         _refuse_forms(operation, reading, fmt, headers)
-        _refuse_bodies(operation, reading, culled, fmt, headers)
+        _refuse_bodies(operation, reading, culled, fmt, headers, middleware.max_action_body_size)
         if parameter:
             operation.refuse(
                 *culled,
@@ -129,7 +129,7 @@ def _refuse_forms(operation: Any, reading: _Reading, fmt: str, headers: dict) ->
         )
 
 
-def _refuse_bodies(operation: Any, reading: _Reading, culled: tuple, fmt: str, headers: dict) -> None:
+def _refuse_bodies(operation: Any, reading: _Reading, culled: tuple, fmt: str, headers: dict, limit: int) -> None:
     """Its answers where a keyed rule has it read the JSON body's action keys: bodies it cannot read, admin actions."""
     if not reading.json_body:
         return
@@ -142,7 +142,8 @@ def _refuse_bodies(operation: Any, reading: _Reading, culled: tuple, fmt: str, h
         400,
         UNREADABLE_BODY_CODE,
         "%s, a body that is not one JSON object (invalid JSON, an array or a scalar, nested deeper than 100 "
-        "levels), a bad Content-Length, or a body that ends before its Content-Length (admin_cull)." % where,
+        "levels, more than 4096 arrays and objects), a bad Content-Length, or a body that ends before its "
+        "Content-Length (admin_cull)." % where,
         fmt,
         headers,
     )
@@ -156,7 +157,8 @@ def _refuse_bodies(operation: Any, reading: _Reading, culled: tuple, fmt: str, h
     operation.refuse(
         413,
         "tenancy.body-too-large",
-        "%s, a body over %s (FORM_BODY_LIMIT), too large to read for its action (admin_cull)." % (where, _LIMIT),
+        "%s, a body over %d bytes (max_action_body_size), too large to read for its action (admin_cull)."
+        % (where, limit),
         fmt,
         headers,
     )

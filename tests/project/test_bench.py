@@ -41,7 +41,7 @@ ADMIN_CULL_ROWS = [
     "admin_cull nova policy GET",
     "admin_cull nova policy DELETE",
     "admin_cull nova policy action",
-    "admin_cull 1MiB JSON action",
+    "admin_cull 112KiB JSON action",
     "admin_cull+tenant_path",
 ]
 # Worst-case rows: an absolute goal (5 ms) instead of a ratio to RequestId.
