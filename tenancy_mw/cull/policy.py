@@ -39,7 +39,9 @@ Which rule gates an operation
     ``admin`` or ``nobody``, ``keep`` for ``member``.  When they do not
     (an admin-only rule and a member rule both list only that operation),
     it is **undecided**: culled, never guessed open, and reported, until the
-    operator names it in ``policy_member_calls``.
+    operator names it in ``policy_member_calls``.  (The operator may name
+    there any operation the service serves members although its policy
+    documentation says otherwise; each is logged at load.)
 
 Paths are compared by shape
     ``/servers/{id}`` and ``/servers/{server_id}`` are one path: every
@@ -216,8 +218,9 @@ def _credentials(roles: Sequence[str], is_admin: bool) -> dict[str, Any]:
 class Decision:
     """What :func:`decide` concluded for one operation, and why.
 
-    :ivar outcome: ``cull``, ``keep`` or ``undecided`` (culled unless declared
-        a member call; :attr:`declared` says it was).
+    :ivar outcome: ``cull``, ``keep`` or ``undecided`` (culled).
+    :ivar declared: the operator declared it a members' call
+        (``policy_member_calls``): not culled, whatever the outcome.
     :ivar gates: the rules that decided it, each with its kind.
     :ivar listed_by: every rule listing the operation.
     :ivar reason: one sentence for the printed report.
@@ -232,8 +235,8 @@ class Decision:
 
     @property
     def culled(self) -> bool:
-        """Whether ``admin_cull`` culls it: decided ``cull``, or undecided and not declared a member call."""
-        return self.outcome == "cull" or (self.outcome == "undecided" and not self.declared)
+        """Whether ``admin_cull`` culls it: decided ``cull`` or undecided, and not declared a members' call."""
+        return self.outcome != "keep" and not self.declared
 
 
 def _subsequence(short: Sequence[str], long: Sequence[str]) -> bool:
@@ -256,7 +259,7 @@ def decide(
 
     *verdicts* maps rule names to who may call them; *operations* maps rule
     names to the operations they list; *member_calls* are operations the
-    operator declared members' calls (they settle undecided ones only).
+    operator declared members' calls (never culled).
 
     >>> ops = {"a:list": [parse_operation("GET", "/x")], "a:list:all": [parse_operation("GET", "/x")]}
     >>> who = {"a:list": Verdict(True, True, True), "a:list:all": Verdict(True, False, False)}
@@ -303,9 +306,9 @@ def _decide_one(
         others = [n for n in gating if verdicts[n].kind != "member"]
         if others:
             notes.append("%s check%s part of it for admins" % _names_verb(others))
-        return Decision(operation, "keep", gates, tuple(names), _reason(gates, notes))
+        return Decision(operation, "keep", gates, tuple(names), _reason(gates, notes), declared)
     gates = tuple((n, verdicts[n].kind) for n in gating)
-    return Decision(operation, "cull", gates, tuple(names), _reason(gates, notes))
+    return Decision(operation, "cull", gates, tuple(names), _reason(gates, notes), declared)
 
 
 def _names_verb(names: Sequence[str]) -> tuple[str, str]:
@@ -325,7 +328,7 @@ class Derivation:
     decisions: list[Decision]
     #: (operation, outcome with the defaults alone, outcome with the policy file) where they differ.
     overridden: list[tuple[Operation, str, str]] = dataclasses.field(default_factory=list)
-    #: Declared member calls that name no undecided operation (ignored).
+    #: Declared member calls that name no documented operation (ignored).
     unused_member_calls: list[Operation] = dataclasses.field(default_factory=list)
 
     @property
@@ -337,6 +340,11 @@ class Derivation:
     def undecided(self) -> list[Decision]:
         """The decisions the policy leaves open, declared or not."""
         return [d for d in self.decisions if d.outcome == "undecided"]
+
+    @property
+    def declared_open(self) -> list[Decision]:
+        """The operations the policy culls or leaves undecided that the operator declared members' calls."""
+        return [d for d in self.decisions if d.declared and d.outcome != "keep"]
 
     def rule_lines(self) -> list[str]:
         """The culled operations as ``admin_cull`` rule lines, action keys of one path in one rule.
@@ -366,9 +374,9 @@ class Derivation:
         """The printed list: culled, kept-as-declared and undecided operations, each with the rules and why."""
         lines = ["# %s: %d operations, %d culled" % (self.namespace, len(self.decisions), len(self.culled))]
         for title, chosen in (
-            ("culled", [d for d in self.decisions if d.outcome == "cull"]),
+            ("culled", [d for d in self.decisions if d.outcome == "cull" and not d.declared]),
             ("undecided, culled until declared member calls", [d for d in self.undecided if not d.declared]),
-            ("undecided, declared member calls (not culled)", [d for d in self.undecided if d.declared]),
+            ("declared members' calls (policy_member_calls, not culled)", self.declared_open),
         ):
             lines.append("")
             lines.append("## %s (%d)" % (title, len(chosen)))
@@ -377,7 +385,7 @@ class Derivation:
             lines += ["", "## changed by the policy file (%d)" % len(self.overridden)]
             lines += ["%-60s %s -> %s" % (op.text, before, after) for op, before, after in self.overridden]
         if self.unused_member_calls:
-            lines += ["", "## declared member calls that are not undecided (ignored)"]
+            lines += ["", "## declared member calls that name no documented operation (ignored)"]
             lines += [op.text for op in self.unused_member_calls]
         return "\n".join(lines)
 
@@ -446,8 +454,8 @@ def derive(
             if before[d.operation].culled != d.culled
         ]
     decisions = _mark_conflicts(decisions, set(member_calls))
-    undecided = {d.operation for d in decisions if d.outcome == "undecided"}
-    unused = sorted(op for op in set(member_calls) if op not in undecided)
+    documented = {d.operation for d in decisions}
+    unused = sorted(op for op in set(member_calls) if op not in documented)
     return Derivation(namespace, decisions, overridden, unused)
 
 
@@ -613,5 +621,12 @@ def log_derivation(log: Any, derivation: Derivation) -> None:
     for decision in derivation.undecided:
         if not decision.declared:
             log.warning("admin_cull: %s is undecided, culled: %s", decision.operation.text, decision.reason)
+    for decision in derivation.declared_open:
+        log.warning(
+            "admin_cull: %s is declared a members' call (policy_member_calls): not culled, though the policy %s: %s",
+            decision.operation.text,
+            "leaves it undecided" if decision.outcome == "undecided" else "makes it an admin call",
+            decision.reason,
+        )
     for operation in derivation.unused_member_calls:
-        log.warning("admin_cull: policy_member_calls names %s, which is not undecided: ignored", operation.text)
+        log.warning("admin_cull: policy_member_calls names %s, which no rule documents: ignored", operation.text)

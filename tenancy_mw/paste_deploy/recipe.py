@@ -38,7 +38,10 @@ The sections it appends:
     file (``tenancy-mw-manage cull derive --namespace nova`` prints them);
     ``rules``: what the policy's documentation does not say, the paths the
     service routes admin calls on but documents otherwise
-    (:data:`CINDER_UNDOCUMENTED_RULES`; none for nova).
+    (:data:`CINDER_UNDOCUMENTED_RULES`; none for nova); and
+    ``policy_member_calls``: the calls the service serves members that its
+    documentation lists only under admin-only rules
+    (:data:`CINDER_MEMBER_CALLS`; none for nova).
 ``[filter:idempotency]``
     the error format only: set ``backend``, ``memcached_servers`` (or
     ``connection``) and ``secret`` with ``--set``, or leave them out and
@@ -84,6 +87,7 @@ from tenancy_mw.paste_deploy.ini import PasteLines
 
 __all__ = [
     "CINDER_ADMIN_RULES",
+    "CINDER_MEMBER_CALLS",
     "CINDER_UNDOCUMENTED_RULES",
     "NOVA_ADMIN_RULES",
     "RECIPES",
@@ -166,12 +170,23 @@ CINDER_ADMIN_RULES = (
 CINDER_UNDOCUMENTED_RULES = (
     # Documented as /backups/{backup_id}/import_record; routed as /backups/import_record.
     "POST            /backups/**/import_record",
+    # Documented as POST; routed as GET.
+    "GET,POST        /backups/*/export_record",
+    # Documented as PUT /default-types; routed as /default-types/{project_id}.
+    "PUT             /default-types/*",
     # Documented as PUT and DELETE /types; routed as /types/{type_id}.
     "PUT,DELETE      /types/*",
     # manageable_volumes' and manageable_snapshots' older names, still routed (cinder/api/contrib/).
     "*               /os-snapshot-manage/**",
     "*               /os-volume-manage/**",
 )
+#: cinder's calls its policy documentation lists only under admin-only rules
+#: that cinder serves members (cinder 29.0.0): ``admin_cull``'s
+#: ``policy_member_calls``.  ``GET /group_types/{id}`` is listed by
+#: ``group:access_group_types_specs`` only, which decides whether the answer
+#: shows the specs; no rule gates the call.
+CINDER_MEMBER_CALLS = ("GET /group_types/{group_type_id}",)
+
 # The sections for pipelines without authtoken: (name, the section it builds on, options turned off).
 _NOAUTH = {
     "tenant_path": ("tenant_path_noauth", (("token_tenant", "false"), ("check_token_project", "false"))),
@@ -221,6 +236,8 @@ class ServiceRecipe:
     admin_rules: tuple[str, ...]
     #: The service's ``oslo.policy.policies`` name: ``admin_cull`` derives its admin calls from it.
     policy_namespace: str = ""
+    #: Calls the service serves members that its policy documentation makes admin calls (``policy_member_calls``).
+    member_calls: tuple[str, ...] = ()
 
     def filters(self, endpoint: str) -> list[str]:
         """The filters of *endpoint* (``public`` or ``admin``), in pipeline order.
@@ -231,8 +248,12 @@ class ServiceRecipe:
         return [name for name, _ in self.sections if endpoint == "public" or name != "admin_cull"]
 
 
-def _sections(error_format: str, namespace: str, rules: tuple[str, ...], *, tags: bool) -> tuple:
+def _sections(
+    error_format: str, namespace: str, rules: tuple[str, ...], *, tags: bool, member_calls: tuple[str, ...] = ()
+) -> tuple:
     cull: tuple[tuple[str, str], ...] = (("error_format", error_format), ("policy_namespace", namespace))
+    if member_calls:
+        cull += (("policy_member_calls", "\n".join(member_calls)),)
     if rules:
         cull += (("rules", "\n".join(" ".join(r.split()) for r in rules)),)
     found = [
@@ -271,9 +292,10 @@ RECIPES: dict[str, ServiceRecipe] = {
         frozenset(),
         frozenset({"cinder.api.middleware.auth:CinderKeystoneContext.factory"}),
         # cinder's faults have nova's shape: {"badRequest": {"code": 400, "message": ...}}.
-        _sections("nova", "cinder", CINDER_UNDOCUMENTED_RULES, tags=False),
+        _sections("nova", "cinder", CINDER_UNDOCUMENTED_RULES, tags=False, member_calls=CINDER_MEMBER_CALLS),
         CINDER_UNDOCUMENTED_RULES,
         "cinder",
+        CINDER_MEMBER_CALLS,
     ),
 }
 

@@ -21,9 +21,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @functools.cache
-def _derive(venv: Path, service: str, output: str) -> str:
+def _derive(venv: Path, service: str, output: str, member_calls: tuple[str, ...] = ()) -> str:
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONWARNINGS="ignore")
     command = [str(venv / "bin" / "python"), "-m", "tenancy_mw.manage", "cull", "derive", "--namespace", service]
+    for call in member_calls:
+        command += ["--member-call", call]
     done = subprocess.run(
         [*command, "--format", output], capture_output=True, text=True, timeout=300, env=env, cwd=str(venv)
     )
@@ -32,14 +34,14 @@ def _derive(venv: Path, service: str, output: str) -> str:
     return done.stdout
 
 
-def derivation(venv: Path, service: str) -> dict:
+def derivation(venv: Path, service: str, member_calls: tuple[str, ...] = ()) -> dict:
     """The derivation's JSON (``--format json``): ``rules``, ``decisions`` (each with ``culled``), ``overridden``."""
-    return json.loads(_derive(venv, service, "json"))
+    return json.loads(_derive(venv, service, "json", tuple(member_calls)))
 
 
-def derived_rules(venv: Path, service: str) -> list[str]:
-    """The rule lines ``admin_cull`` derives for *service* (``--format rules``)."""
-    return [line for line in _derive(venv, service, "rules").splitlines() if line.strip()]
+def derived_rules(venv: Path, service: str, member_calls: tuple[str, ...] = ()) -> list[str]:
+    """The rule lines ``admin_cull`` derives for *service* (``--format rules``), with *member_calls* declared."""
+    return [line for line in _derive(venv, service, "rules", tuple(member_calls)).splitlines() if line.strip()]
 
 
 def report(venv: Path, service: str) -> str:
@@ -50,6 +52,8 @@ def report(venv: Path, service: str) -> str:
 def with_derived_rules(paste_text: str, venv: Path) -> str:
     """*paste_text* with each ``admin_cull`` section's ``policy_namespace`` replaced by the rules it derives.
 
+    Its ``policy_member_calls`` are declared to the derivation, and left out.
+
     So the filter loads in a Python without the service installed and culls
     what it would cull in the service's.
     """
@@ -58,8 +62,10 @@ def with_derived_rules(paste_text: str, venv: Path) -> str:
     parser.read_string(paste_text)
     for section in parser.sections():
         if parser.has_option(section, "policy_namespace"):
-            derived = derived_rules(venv, parser.get(section, "policy_namespace"))
             own = parser.get(section, "rules", fallback="").splitlines()
+            calls = tuple(c for c in parser.get(section, "policy_member_calls", fallback="").splitlines() if c.strip())
+            derived = derived_rules(venv, parser.get(section, "policy_namespace"), calls)
+            parser.remove_option(section, "policy_member_calls")
             parser.remove_option(section, "policy_namespace")
             parser.set(section, "rules", "\n".join(line for line in [*own, *derived] if line.strip()))
     out = io.StringIO()

@@ -177,17 +177,22 @@ def test_a_member_call_that_is_not_an_operation_fails_at_load(registered):
         AdminCull(_reached, {"policy_namespace": registered, "policy_member_calls": "hosts/mine"})
 
 
-def test_declared_member_calls_open_only_what_they_name(registered, caplog):
+def test_declared_member_calls_open_what_they_name_and_say_so(registered, caplog):
     with caplog.at_level(logging.WARNING, logger="tenancy_mw.admin_cull"):
         public = TestApp(
             AdminCull(
                 _reached,
-                {"policy_namespace": registered, "policy_member_calls": "GET /hosts/{host}\nPOST /things"},
+                {"policy_namespace": registered, "policy_member_calls": "GET /hosts/{host}\nPOST /things\nGET /nope"},
             )
         )
     assert public.get("/v2.1/hosts/mine").json == {"reached": True}
-    public.post_json("/v2.1/things", {}, status=404)  # decided: naming it changes nothing
-    assert "policy_member_calls names POST /things, which is not undecided: ignored" in caplog.text
+    # A decided admin call the deployment serves members (a policy documentation that is wrong).
+    assert public.post_json("/v2.1/things", {}).json == {"reached": True}
+    public.put_json("/v2.1/things/7", {}, status=404)
+    declared = "is declared a members' call (policy_member_calls): not culled, though the policy"
+    assert "POST /things %s makes it an admin call" % declared in caplog.text
+    assert "GET /hosts/* %s leaves it undecided" % declared in caplog.text
+    assert "policy_member_calls names GET /nope, which no rule documents: ignored" in caplog.text
 
 
 def test_the_manage_verb_prints_the_list_the_undecided_and_why(registered, capsys):
