@@ -21,20 +21,23 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @functools.cache
-def _derive(venv: Path, service: str, output: str) -> str:
+def _derive(venv: Path, service: str, output: str, extra: tuple[str, ...] = ()) -> str:
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONWARNINGS="ignore")
     command = [str(venv / "bin" / "python"), "-m", "tenancy_mw.manage", "cull", "derive", "--namespace", service]
     done = subprocess.run(
-        [*command, "--format", output], capture_output=True, text=True, timeout=300, env=env, cwd=str(venv)
+        [*command, "--format", output, *extra], capture_output=True, text=True, timeout=300, env=env, cwd=str(venv)
     )
     if done.returncode:
         raise RuntimeError("tenancy-mw-manage cull derive --namespace %s failed:\n%s" % (service, done.stderr[-3000:]))
     return done.stdout
 
 
-def derivation(venv: Path, service: str) -> dict:
-    """The derivation's JSON (``--format json``): ``rules``, ``decisions`` (each with ``culled``), ``overridden``."""
-    return json.loads(_derive(venv, service, "json"))
+def derivation(venv: Path, service: str, *extra: str) -> dict:
+    """The derivation's JSON (``--format json``): ``rules``, ``decisions`` (each with ``culled``), ``overridden``.
+
+    *extra* are more arguments for the verb (``--policy-file``, ``--member-call``).
+    """
+    return json.loads(_derive(venv, service, "json", extra))
 
 
 def derived_rules(venv: Path, service: str) -> list[str]:
