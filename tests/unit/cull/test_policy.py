@@ -204,6 +204,8 @@ def test_the_manage_verb_prints_the_list_the_undecided_and_why(registered, capsy
     document = json.loads(capsys.readouterr().out)
     hosts = next(d for d in document["decisions"] if d["operation"] == "GET /hosts/*")
     assert (hosts["outcome"], hosts["culled"], hosts["declared"]) == ("undecided", False, True)
+    assert main(["cull", "derive", "--namespace", registered, "--format", "json", "--member-call", "POST /things"]) == 0
+    assert json.loads(capsys.readouterr().out)["unused_member_calls"] == ["POST /things"]
 
 
 def test_the_manage_verb_reads_the_services_config_for_its_policy_file(registered, tmp_path, capsys):
