@@ -350,3 +350,13 @@ def test_the_defaults_are_judged_without_any_policy_file_found_in_home_or_etc(tm
     derived = derive(policy_service.list_rules())
     assert _outcomes(derived)["DELETE /services/*"] == "cull"
     assert derived.overridden == []
+
+
+def test_paste_check_reads_an_absolute_policy_file_and_leaves_a_relative_one_to_the_service(registered, tmp_path):
+    from tenancy_mw.paste_deploy.filters import option_problems
+
+    missing = str(tmp_path / "no-such-policy.yaml")
+    (problem,) = option_problems(AdminCull, {"policy_namespace": registered, "policy_file": missing})
+    assert "no-such-policy.yaml' was not found" in problem
+    # Relative: the service finds it beside its configuration file (/etc/nova/policy.yaml), not this check.
+    assert option_problems(AdminCull, {"policy_namespace": registered, "policy_file": "policy.yaml"}) == []
