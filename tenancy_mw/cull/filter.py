@@ -231,9 +231,10 @@ OPTS = [
     cfg.MultiStrOpt(
         "policy_member_calls",
         default=[],
-        help="With policy_namespace: operations the derivation reports undecided that are members' calls "
-        "here, one per line as it prints them (METHOD /path, or METHOD /path (action)); they are not "
-        "culled. Undecided operations not named here are culled.",
+        help="With policy_namespace: operations that are members' calls here although the derivation culls "
+        "them (undecided, or decided from documentation that misleads), one per line as it prints them "
+        "(METHOD /path, or METHOD /path (action)); they are not culled, and each decided one is logged at "
+        "load. Undecided operations not named here are culled.",
     ),
     cfg.ListOpt(
         "admin_roles",

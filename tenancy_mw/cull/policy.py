@@ -237,7 +237,9 @@ class Decision:
     """What :func:`decide` concluded for one operation, and why.
 
     :ivar outcome: ``cull``, ``keep`` or ``undecided`` (culled unless declared
-        a member call; :attr:`declared` says it was).
+        a member call).
+    :ivar declared: the operator declared it a members' call
+        (``policy_member_calls``): not culled, whatever the outcome.
     :ivar gates: the rules that decided it, each with its kind.
     :ivar listed_by: every rule listing the operation.
     :ivar reason: one sentence for the printed report.
@@ -252,8 +254,8 @@ class Decision:
 
     @property
     def culled(self) -> bool:
-        """Whether ``admin_cull`` culls it: decided ``cull``, or undecided and not declared a member call."""
-        return self.outcome == "cull" or (self.outcome == "undecided" and not self.declared)
+        """Whether ``admin_cull`` culls it: decided ``cull`` or undecided, and not declared a members' call."""
+        return self.outcome != "keep" and not self.declared
 
 
 def _subsequence(short: Sequence[str], long: Sequence[str]) -> bool:
@@ -276,7 +278,9 @@ def decide(
 
     *verdicts* maps rule names to who may call them; *operations* maps rule
     names to the operations they list; *member_calls* are operations the
-    operator declared members' calls (they settle undecided ones only).
+    operator declared members' calls (not culled, undecided or not: a
+    policy documentation can mislead, as cinder's lists only an admin-only
+    attribute rule on ``GET /group_types/{group_type_id}``).
 
     >>> ops = {"a:list": [parse_operation("GET", "/x")], "a:list:all": [parse_operation("GET", "/x")]}
     >>> who = {"a:list": Verdict(True, True, True), "a:list:all": Verdict(True, False, False)}
@@ -335,7 +339,7 @@ def _decide_one(
             notes.append("%s check%s part of it for admins" % _names_verb(others))
         return Decision(operation, "keep", gates, tuple(names), _reason(gates, notes))
     gates = tuple((n, verdicts[n].kind) for n in gating)
-    return Decision(operation, "cull", gates, tuple(names), _reason(gates, notes))
+    return Decision(operation, "cull", gates, tuple(names), _reason(gates, notes), declared)
 
 
 def _names_verb(names: Sequence[str]) -> tuple[str, str]:
@@ -355,7 +359,7 @@ class Derivation:
     decisions: list[Decision]
     #: (operation, outcome with the defaults alone, outcome with the policy file) where they differ.
     overridden: list[tuple[Operation, str, str]] = dataclasses.field(default_factory=list)
-    #: Declared member calls that name no undecided operation (ignored).
+    #: Declared member calls that name no operation the derivation culls (ignored).
     unused_member_calls: list[Operation] = dataclasses.field(default_factory=list)
 
     @property
@@ -401,9 +405,9 @@ class Derivation:
         """The printed list: culled, kept-as-declared and undecided operations, each with the rules and why."""
         lines = ["# %s: %d operations, %d culled" % (self.namespace, len(self.decisions), len(self.culled))]
         for title, chosen in (
-            ("culled", [d for d in self.decisions if d.outcome == "cull"]),
+            ("culled", [d for d in self.decisions if d.outcome == "cull" and not d.declared]),
             ("undecided, culled until declared member calls", [d for d in self.undecided if not d.declared]),
-            ("undecided, declared member calls (not culled)", [d for d in self.undecided if d.declared]),
+            ("declared member calls (not culled)", [d for d in self.decisions if d.declared]),
         ):
             lines.append("")
             lines.append("## %s (%d)" % (title, len(chosen)))
@@ -412,7 +416,7 @@ class Derivation:
             lines += ["", "## changed by the policy file (%d)" % len(self.overridden)]
             lines += ["%-60s %s -> %s" % (op.text, before, after) for op, before, after in self.overridden]
         if self.unused_member_calls:
-            lines += ["", "## declared member calls that are not undecided (ignored)"]
+            lines += ["", "## declared member calls the derivation does not cull (ignored)"]
             lines += [op.text for op in self.unused_member_calls]
         return "\n".join(lines)
 
@@ -485,8 +489,8 @@ def derive(
             if before[d.operation].culled != d.culled
         ]
     decisions = _mark_conflicts(decisions, set(member_calls))
-    undecided = {d.operation for d in decisions if d.outcome == "undecided"}
-    unused = sorted(op for op in set(member_calls) if op not in undecided)
+    not_kept = {d.operation for d in decisions if d.outcome != "keep"}
+    unused = sorted(op for op in set(member_calls) if op not in not_kept)
     return Derivation(namespace, decisions, overridden, unused)
 
 
@@ -537,7 +541,7 @@ def _mark_conflicts(decisions: list[Decision], declared: set[Operation]) -> list
         operation = decision.operation
         if decision.outcome == "cull":
             rule = parse_rule("%s %s" % (operation.method, operation.path))
-            hit = [k for k in kept if _culls(rule, operation, k)]
+            hit = [k for k in kept if k != operation and _culls(rule, operation, k)]
             if hit:
                 reason = "its rule would also cull the members' call%s %s; %s" % (
                     "s" if len(hit) > 1 else "",
@@ -742,5 +746,12 @@ def log_derivation(log: Any, derivation: Derivation) -> None:
     for decision in derivation.undecided:
         if not decision.declared:
             log.warning("admin_cull: %s is undecided, culled: %s", decision.operation.text, decision.reason)
+    for decision in derivation.decisions:
+        if decision.declared and decision.outcome == "cull":
+            log.warning(
+                "admin_cull: policy_member_calls opens %s, which the policy gives admins only (%s): not culled",
+                decision.operation.text,
+                decision.reason,
+            )
     for operation in derivation.unused_member_calls:
-        log.warning("admin_cull: policy_member_calls names %s, which is not undecided: ignored", operation.text)
+        log.warning("admin_cull: policy_member_calls names %s, which is not culled: ignored", operation.text)

@@ -38,7 +38,9 @@ The sections it appends:
     file (``tenancy-mw-manage cull derive --namespace nova`` prints them);
     ``rules``: what the policy's documentation does not say, the paths the
     service routes admin calls on but documents otherwise
-    (:data:`CINDER_UNDOCUMENTED_RULES`; none for nova).
+    (:data:`CINDER_UNDOCUMENTED_RULES`; none for nova);
+    ``policy_member_calls``: the members' calls it documents under an
+    admin-only rule alone (:data:`CINDER_MEMBER_CALLS`; none for nova).
 ``[filter:idempotency]``
     the error format only: set ``backend``, ``memcached_servers`` (or
     ``connection``) and ``secret`` with ``--set``, or leave them out and
@@ -84,6 +86,7 @@ from tenancy_mw.paste_deploy.ini import PasteLines
 
 __all__ = [
     "CINDER_ADMIN_RULES",
+    "CINDER_MEMBER_CALLS",
     "CINDER_UNDOCUMENTED_RULES",
     "NOVA_ADMIN_RULES",
     "RECIPES",
@@ -168,10 +171,17 @@ CINDER_UNDOCUMENTED_RULES = (
     "POST            /backups/**/import_record",
     # Documented as PUT and DELETE /types; routed as /types/{type_id}.
     "PUT,DELETE      /types/*",
+    # Documented as POST; routed as GET (cinder/api/contrib/backups.py: member_actions).
+    "GET             /backups/*/export_record",
     # manageable_volumes' and manageable_snapshots' older names, still routed (cinder/api/contrib/).
     "*               /os-snapshot-manage/**",
     "*               /os-volume-manage/**",
 )
+#: cinder's members' calls its policy documentation lists under an admin-only
+#: rule alone (``policy_member_calls``): ``group:access_group_types_specs``
+#: only decides whether a group type's answer shows its specs (cinder 29.0.0,
+#: cinder/api/v3/views/group_types.py, ``fatal=False``).
+CINDER_MEMBER_CALLS = ("GET /group_types/{group_type_id}",)
 # The sections for pipelines without authtoken: (name, the section it builds on, options turned off).
 _NOAUTH = {
     "tenant_path": ("tenant_path_noauth", (("token_tenant", "false"), ("check_token_project", "false"))),
@@ -231,8 +241,12 @@ class ServiceRecipe:
         return [name for name, _ in self.sections if endpoint == "public" or name != "admin_cull"]
 
 
-def _sections(error_format: str, namespace: str, rules: tuple[str, ...], *, tags: bool) -> tuple:
+def _sections(
+    error_format: str, namespace: str, rules: tuple[str, ...], *, tags: bool, member_calls: tuple[str, ...] = ()
+) -> tuple:
     cull: tuple[tuple[str, str], ...] = (("error_format", error_format), ("policy_namespace", namespace))
+    if member_calls:
+        cull += (("policy_member_calls", "\n".join(member_calls)),)
     if rules:
         cull += (("rules", "\n".join(" ".join(r.split()) for r in rules)),)
     found = [
@@ -271,7 +285,7 @@ RECIPES: dict[str, ServiceRecipe] = {
         frozenset(),
         frozenset({"cinder.api.middleware.auth:CinderKeystoneContext.factory"}),
         # cinder's faults have nova's shape: {"badRequest": {"code": 400, "message": ...}}.
-        _sections("nova", "cinder", CINDER_UNDOCUMENTED_RULES, tags=False),
+        _sections("nova", "cinder", CINDER_UNDOCUMENTED_RULES, tags=False, member_calls=CINDER_MEMBER_CALLS),
         CINDER_UNDOCUMENTED_RULES,
         "cinder",
     ),

@@ -40,9 +40,9 @@ def derivation(venv: Path, service: str, *extra: str) -> dict:
     return json.loads(_derive(venv, service, "json", extra))
 
 
-def derived_rules(venv: Path, service: str) -> list[str]:
-    """The rule lines ``admin_cull`` derives for *service* (``--format rules``)."""
-    return [line for line in _derive(venv, service, "rules").splitlines() if line.strip()]
+def derived_rules(venv: Path, service: str, *extra: str) -> list[str]:
+    """The rule lines ``admin_cull`` derives for *service* (``--format rules``); *extra* as for :func:`derivation`."""
+    return [line for line in _derive(venv, service, "rules", extra).splitlines() if line.strip()]
 
 
 def report(venv: Path, service: str) -> str:
@@ -61,9 +61,12 @@ def with_derived_rules(paste_text: str, venv: Path) -> str:
     parser.read_string(paste_text)
     for section in parser.sections():
         if parser.has_option(section, "policy_namespace"):
-            derived = derived_rules(venv, parser.get(section, "policy_namespace"))
+            declared = [line.strip() for line in parser.get(section, "policy_member_calls", fallback="").splitlines()]
+            member_calls = tuple(arg for line in declared if line for arg in ("--member-call", line))
+            derived = derived_rules(venv, parser.get(section, "policy_namespace"), *member_calls)
             own = parser.get(section, "rules", fallback="").splitlines()
             parser.remove_option(section, "policy_namespace")
+            parser.remove_option(section, "policy_member_calls")
             parser.set(section, "rules", "\n".join(line for line in [*own, *derived] if line.strip()))
     out = io.StringIO()
     parser.write(out)

@@ -182,12 +182,25 @@ def test_declared_member_calls_open_only_what_they_name(registered, caplog):
         public = TestApp(
             AdminCull(
                 _reached,
-                {"policy_namespace": registered, "policy_member_calls": "GET /hosts/{host}\nPOST /things"},
+                {"policy_namespace": registered, "policy_member_calls": "GET /hosts/{host}\nGET /things/{id}"},
             )
         )
     assert public.get("/v2.1/hosts/mine").json == {"reached": True}
-    public.post_json("/v2.1/things", {}, status=404)  # decided: naming it changes nothing
-    assert "policy_member_calls names POST /things, which is not undecided: ignored" in caplog.text
+    public.post_json("/v2.1/things", {}, status=404)  # not named
+    public.put_json("/v2.1/things/7", {}, status=404)
+    assert "policy_member_calls names GET /things/*, which is not culled: ignored" in caplog.text
+
+
+def test_a_declared_member_call_opens_a_decided_cull_and_says_so_at_load(registered, caplog):
+    # Documentation can mislead: cinder lists only the admin-only group:access_group_types_specs on
+    # GET /group_types/{group_type_id}, which members call (the rule only shows the group specs).
+    with caplog.at_level(logging.WARNING, logger="tenancy_mw.admin_cull"):
+        public = TestApp(AdminCull(_reached, {"policy_namespace": registered, "policy_member_calls": "POST /things"}))
+    assert public.post_json("/v2.1/things", {}).json == {"reached": True}
+    public.put_json("/v2.1/things/7", {}, status=404)
+    (opened,) = [r for r in caplog.records if "opens POST /things" in r.getMessage()]
+    assert opened.levelno == logging.WARNING
+    assert "which the policy gives admins only (svc:thing-manage:create (admin) gates it" in opened.getMessage()
 
 
 def test_the_manage_verb_prints_the_list_the_undecided_and_why(registered, capsys):
@@ -204,8 +217,8 @@ def test_the_manage_verb_prints_the_list_the_undecided_and_why(registered, capsy
     document = json.loads(capsys.readouterr().out)
     hosts = next(d for d in document["decisions"] if d["operation"] == "GET /hosts/*")
     assert (hosts["outcome"], hosts["culled"], hosts["declared"]) == ("undecided", False, True)
-    assert main(["cull", "derive", "--namespace", registered, "--format", "json", "--member-call", "POST /things"]) == 0
-    assert json.loads(capsys.readouterr().out)["unused_member_calls"] == ["POST /things"]
+    assert main(["cull", "derive", "--namespace", registered, "--format", "json", "--member-call", "GET /things"]) == 0
+    assert json.loads(capsys.readouterr().out)["unused_member_calls"] == ["GET /things"]
 
 
 def test_the_manage_verb_reads_the_services_config_for_its_policy_file(registered, tmp_path, capsys):
