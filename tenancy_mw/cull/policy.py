@@ -48,7 +48,9 @@ Undecided operations
     literal path); and those the deployment's policy file closes through a
     rule that lists other calls too (nova's flavor reads, when the file
     hides ``os-flavor-extra-specs:index``: the rule decides only what
-    their answer shows).
+    their answer shows).  A decided call named there is not culled either
+    (logged at load): documentation can mislead, as cinder's lists only an
+    admin-only attribute rule on ``GET /group_types/{group_type_id}``.
 
 Paths are compared by shape
     ``/servers/{id}`` and ``/servers/{server_id}`` are one path: every
@@ -514,11 +516,13 @@ def _closed_by_file(
     closed = [name for name, _ in decision.gates if defaults[name].kind == "member" and len(set(operations[name])) > 1]
     if not closed:
         return decision
-    reason = "the policy file closes %s, which list%s %s: it may decide only what this call's answer shows; %s" % (
-        ", ".join(closed),
-        "" if len(closed) > 1 else "s",
-        "other calls too",
-        decision.reason,
+    reason = (
+        "the policy file closes %s, which list%s other calls too: it may decide only what this call's answer shows; %s"
+        % (
+            ", ".join(closed),
+            "" if len(closed) > 1 else "s",
+            decision.reason,
+        )
     )
     return dataclasses.replace(decision, outcome="undecided", reason=reason, declared=decision.operation in declared)
 
