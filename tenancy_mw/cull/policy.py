@@ -151,16 +151,30 @@ def parse_operation(method: str, path: str) -> Operation:
     'POST /servers/*/action (os-migrateLive)'
     >>> parse_operation("GET", "/os-quota-sets/{project_id}?usage=True").text
     'GET /os-quota-sets/*'
+    >>> parse_operation("GET", "/images/{image_id}.json").text  # a placeholder in a segment: it varies
+    'GET /images/*'
     """
     action = None
     found = _ACTION.match(path)
     if found:
         path, action = found.group("path"), found.group("action").strip() or None
     path = path.split("?", 1)[0]
-    shape = tuple("*" if _PLACEHOLDER.fullmatch(s) else s for s in path.strip().strip("/").split("/") if s)
+    shape = tuple("*" if _PLACEHOLDER.search(s) else s for s in path.strip().strip("/").split("/") if s)
     if not method.strip() or not shape:
         raise PolicyError("operation %s %r has no method or no path" % (method, path))
-    return Operation(method.strip().upper(), shape, action)
+    operation = Operation(method.strip().upper(), shape, action)
+    _check_rule(operation)
+    return operation
+
+
+def _check_rule(operation: Operation) -> None:
+    """Raise :class:`PolicyError` when *operation* cannot be written as an ``admin_cull`` rule."""
+    from tenancy_mw.cull.rules import RuleError, parse_rule
+
+    try:
+        parse_rule(operation.text)
+    except RuleError as exc:
+        raise PolicyError("operation %s cannot be an admin_cull rule: %s" % (operation.text, exc)) from None
 
 
 def parse_operation_line(line: str) -> Operation:

@@ -284,6 +284,13 @@ def test_an_operation_documented_with_a_list_of_methods_is_one_operation_per_met
         derive([_documented("svc:odd", "rule:context_is_admin", (None, "/things"))])
 
 
+def test_a_placeholder_inside_a_segment_varies_it_and_an_unwritable_path_is_a_policy_error():
+    rules = [_admin_rule(), _documented("svc:exports", "rule:context_is_admin", "GET /things/{id}.json")]
+    assert derive(rules).rule_lines() == ["GET /things/*"]
+    with pytest.raises(PolicyError, match=r"rule svc:odd: operation GET /things/a\(b cannot be an admin_cull rule"):
+        derive([_admin_rule(), _documented("svc:odd", "rule:context_is_admin", "GET /things/a(b")])
+
+
 def test_an_admin_only_path_beside_a_members_action_on_another_template_keeps_its_keys():
     # The members' action is documented with the project in its path; the admin actions without.
     rules = [
