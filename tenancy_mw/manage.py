@@ -219,4 +219,8 @@ def _groups(parser: argparse.ArgumentParser) -> set[str]:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Run as ``python -m tenancy_mw.manage``, this module is __main__ and the
+    # verbs raise tenancy_mw.manage's CommandError, another class: run that module's main.
+    from tenancy_mw.manage import main as _main
+
+    sys.exit(_main())

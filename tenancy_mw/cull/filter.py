@@ -242,9 +242,9 @@ OPTS = [
         "policy_member_calls",
         default=[],
         help="With policy_namespace: operations that are members' calls here although the derivation culls "
-        "them (undecided ones, or ones the service serves members though its policy documentation says "
-        "otherwise), one per line as it prints them (METHOD /path, or METHOD /path (action)); they are "
-        "not culled, and each is logged at load. Undecided operations not named here are culled.",
+        "them (undecided, or decided from documentation that misleads), one per line as it prints them "
+        "(METHOD /path, or METHOD /path (action)); they are not culled, and each decided one is logged at "
+        "load. Undecided operations not named here are culled.",
     ),
     cfg.ListOpt(
         "admin_roles",

@@ -11,8 +11,10 @@
     ``policy_member_calls`` does; ``--admin-roles``, ``--member-roles`` and
     ``--reader-roles`` set the callers asked about.  Run it with the service's Python (its
     policy defaults must be importable) and its configuration file, whose
-    ``[oslo_policy]`` section names the deployment's policy file.  Exit 1
-    when the namespace is not registered or the policy file cannot be read.
+    ``[oslo_policy]`` section names the deployment's policy file.  Exit 1,
+    with one line saying why, when the namespace is not registered, a
+    configuration or policy file cannot be found or read, or a
+    ``--member-call`` is not an operation.
 
     >>> import contextlib, io
     >>> from tenancy_mw.manage import main
@@ -136,4 +138,5 @@ def _as_json(derivation: Derivation) -> dict:
         "overridden": [
             {"operation": op.text, "default": before, "effective": after} for op, before, after in derivation.overridden
         ],
+        "unused_member_calls": [op.text for op in derivation.unused_member_calls],
     }

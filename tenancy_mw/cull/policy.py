@@ -11,10 +11,12 @@ release and the deployment's own policy file instead of drifting.
 How an operation is judged
     Not by reading check strings: oslo.policy itself is asked whether three
     callers of one project may call each rule: an admin, a member and a
-    reader (:class:`Personas`, the roles of each are options).  A rule is
-    ``admin`` when the admin passes and neither the member nor the reader
-    does, ``member`` when the member or the reader passes, ``nobody`` when
-    none does (``"!"``, or a policy file that closes it).
+    reader (:class:`Personas`, the roles of each are options), with their
+    own project and user as the target.  A rule is ``member`` when the
+    member or the reader passes, ``target`` when both are refused only for
+    want of a target field the service fills in (keystone's
+    ``user_id:%(target.user.id)s``), ``admin`` when only the admin passes,
+    ``nobody`` when none does (``"!"``, or a policy file that closes it).
 
 Which rule gates an operation
     Several rules may list one operation, and they need not agree: nova's
@@ -24,24 +26,31 @@ Which rule gates an operation
     admin-only ``os-flavor-manage:create``.  The rules that decide the
     operation are found in two steps, each reported:
 
-    1. *Sub-checks are left out*: a rule whose name, after its first
+    1. *For a write, rules that also list reads are left out* when some
+       rule lists the write without reads: they decide what the answer
+       shows (``os-flavor-extra-specs:index`` on ``POST /flavors``).
+    2. *Sub-checks are left out*: a rule whose name, after its first
        segment, holds another listing rule's name segments in order
        (``compute:servers:create:requested_destination`` refines
        ``os_compute_api:servers:create``; ``server:topology:host:index``
        refines ``server:topology:index``).  A service checks those inside
        the call to widen or narrow what it does, not to let it happen.
-    2. *The most specific rules gate*: of the rest, the rules that list the
-       fewest operations.  A rule listing one operation among many (nova's
-       ``os-extended-server-attributes``, cinder's
-       ``backup:backup_project_attribute``) decides what the answer shows.
 
-    When the gating rules agree, the operation is decided: ``cull`` for
-    ``admin`` or ``nobody``, ``keep`` for ``member``.  When they do not
-    (an admin-only rule and a member rule both list only that operation),
-    it is **undecided**: culled, never guessed open, and reported, until the
-    operator names it in ``policy_member_calls``.  (The operator may name
-    there any operation the service serves members although its policy
-    documentation says otherwise; each is logged at load.)
+    Of the rules left, one ``member`` rule keeps the operation (an
+    admin-only rule beside it is a flag, a field or a filter the service
+    checks inside the call); else a ``target`` rule leaves it
+    **undecided**; else it is culled.
+
+Undecided operations
+    Culled, never guessed open, and reported, until the operator names
+    them in ``policy_member_calls``: those a ``target`` rule gates; those
+    whose culling rule would also cull a members' call (a template over a
+    literal path); and those the deployment's policy file closes through a
+    rule that lists other calls too (nova's flavor reads, when the file
+    hides ``os-flavor-extra-specs:index``: the rule decides only what
+    their answer shows).  A decided call named there is not culled either
+    (logged at load): documentation can mislead, as cinder's lists only an
+    admin-only attribute rule on ``GET /group_types/{group_type_id}``.
 
 Paths are compared by shape
     ``/servers/{id}`` and ``/servers/{server_id}`` are one path: every
@@ -74,8 +83,9 @@ Example, with rules written here rather than read from a service::
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -141,16 +151,30 @@ def parse_operation(method: str, path: str) -> Operation:
     'POST /servers/*/action (os-migrateLive)'
     >>> parse_operation("GET", "/os-quota-sets/{project_id}?usage=True").text
     'GET /os-quota-sets/*'
+    >>> parse_operation("GET", "/images/{image_id}.json").text  # a placeholder in a segment: it varies
+    'GET /images/*'
     """
     action = None
     found = _ACTION.match(path)
     if found:
         path, action = found.group("path"), found.group("action").strip() or None
     path = path.split("?", 1)[0]
-    shape = tuple("*" if _PLACEHOLDER.fullmatch(s) else s for s in path.strip().strip("/").split("/") if s)
+    shape = tuple("*" if _PLACEHOLDER.search(s) else s for s in path.strip().strip("/").split("/") if s)
     if not method.strip() or not shape:
         raise PolicyError("operation %s %r has no method or no path" % (method, path))
-    return Operation(method.strip().upper(), shape, action)
+    operation = Operation(method.strip().upper(), shape, action)
+    _check_rule(operation)
+    return operation
+
+
+def _check_rule(operation: Operation) -> None:
+    """Raise :class:`PolicyError` when *operation* cannot be written as an ``admin_cull`` rule."""
+    from tenancy_mw.cull.rules import RuleError, parse_rule
+
+    try:
+        parse_rule(operation.text)
+    except RuleError as exc:
+        raise PolicyError("operation %s cannot be an admin_cull rule: %s" % (operation.text, exc)) from None
 
 
 def parse_operation_line(line: str) -> Operation:
@@ -167,17 +191,27 @@ def parse_operation_line(line: str) -> Operation:
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-    """Who may call one policy rule: oslo.policy's answers for the three callers."""
+    """Who may call one policy rule: oslo.policy's answers for the three callers.
+
+    :ivar missing: the target fields the rule looked up, and the probe
+        target lacked, while refusing the member and the reader
+        (keystone's ``user_id:%(target.user.id)s``): with the service's own
+        target they might pass.
+    """
 
     admin: bool
     member: bool
     reader: bool
+    missing: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
-        """``member`` (a member or reader passes), ``admin`` (only the admin), or ``nobody``."""
+        """``member`` (a member or reader passes), ``target`` (refused for want of :attr:`missing`),
+        ``admin`` (only the admin passes), or ``nobody``."""
         if self.member or self.reader:
             return "member"
+        if self.missing:
+            return "target"
         return "admin" if self.admin else "nobody"
 
 
@@ -218,7 +252,8 @@ def _credentials(roles: Sequence[str], is_admin: bool) -> dict[str, Any]:
 class Decision:
     """What :func:`decide` concluded for one operation, and why.
 
-    :ivar outcome: ``cull``, ``keep`` or ``undecided`` (culled).
+    :ivar outcome: ``cull``, ``keep`` or ``undecided`` (culled unless declared
+        a member call).
     :ivar declared: the operator declared it a members' call
         (``policy_member_calls``): not culled, whatever the outcome.
     :ivar gates: the rules that decided it, each with its kind.
@@ -259,7 +294,9 @@ def decide(
 
     *verdicts* maps rule names to who may call them; *operations* maps rule
     names to the operations they list; *member_calls* are operations the
-    operator declared members' calls (never culled).
+    operator declared members' calls (not culled, undecided or not: a
+    policy documentation can mislead, as cinder's lists only an admin-only
+    attribute rule on ``GET /group_types/{group_type_id}``).
 
     >>> ops = {"a:list": [parse_operation("GET", "/x")], "a:list:all": [parse_operation("GET", "/x")]}
     >>> who = {"a:list": Verdict(True, True, True), "a:list:all": Verdict(True, False, False)}
@@ -299,6 +336,16 @@ def _decide_one(
         notes.append("%s refine%s a rule listing it" % _names_verb(refining))
         gating = [n for n in gating if n not in refining]
     kinds = {verdicts[n].kind for n in gating}
+    if "member" not in kinds and "target" in kinds:
+        # A member might pass with the service's own target: not ours to guess.
+        gates = tuple((n, verdicts[n].kind) for n in gating)
+        for name in gating:
+            if verdicts[name].kind == "target":
+                notes.append(
+                    "%s refuses members only for want of %s in the target, which the service fills"
+                    % (name, ", ".join(verdicts[name].missing))
+                )
+        return Decision(operation, "undecided", gates, tuple(names), _reason(gates, notes), declared)
     if "member" in kinds:
         # Members make this call; an admin-only rule beside a member rule is
         # checked by the service inside the call (a flag, a field, a filter).
@@ -306,7 +353,7 @@ def _decide_one(
         others = [n for n in gating if verdicts[n].kind != "member"]
         if others:
             notes.append("%s check%s part of it for admins" % _names_verb(others))
-        return Decision(operation, "keep", gates, tuple(names), _reason(gates, notes), declared)
+        return Decision(operation, "keep", gates, tuple(names), _reason(gates, notes))
     gates = tuple((n, verdicts[n].kind) for n in gating)
     return Decision(operation, "cull", gates, tuple(names), _reason(gates, notes), declared)
 
@@ -328,7 +375,7 @@ class Derivation:
     decisions: list[Decision]
     #: (operation, outcome with the defaults alone, outcome with the policy file) where they differ.
     overridden: list[tuple[Operation, str, str]] = dataclasses.field(default_factory=list)
-    #: Declared member calls that name no documented operation (ignored).
+    #: Declared member calls that name no operation the derivation culls (ignored).
     unused_member_calls: list[Operation] = dataclasses.field(default_factory=list)
 
     @property
@@ -340,11 +387,6 @@ class Derivation:
     def undecided(self) -> list[Decision]:
         """The decisions the policy leaves open, declared or not."""
         return [d for d in self.decisions if d.outcome == "undecided"]
-
-    @property
-    def declared_open(self) -> list[Decision]:
-        """The operations the policy culls or leaves undecided that the operator declared members' calls."""
-        return [d for d in self.decisions if d.declared and d.outcome != "keep"]
 
     def rule_lines(self) -> list[str]:
         """The culled operations as ``admin_cull`` rule lines, action keys of one path in one rule.
@@ -361,13 +403,18 @@ class Derivation:
                 keyed.setdefault((operation.method, operation.path), set()).add(operation.action)
             else:
                 plain.add("%s %s" % (operation.method, operation.path))
-        shared = {(d.operation.method, d.operation.path) for d in self.decisions if not d.culled}
+        from tenancy_mw.cull.rules import parse_rule
+
+        # A members' action beside them (on this path, or on one the rule
+        # also matches: it may start at any segment) keeps the keys.
+        open_calls = [d.operation for d in self.decisions if not d.culled]
         lines = sorted(plain)
         for (method, path), keys in keyed.items():
-            if (method, path) in shared:
-                lines.append("%s %s (%s)" % (method, path, ",".join(sorted(keys))))
+            unkeyed = "%s %s" % (method, path)
+            if any(_matches_a_request_for(parse_rule(unkeyed), op) for op in open_calls):
+                lines.append("%s (%s)" % (unkeyed, ",".join(sorted(keys))))
             else:
-                lines.append("%s %s" % (method, path))
+                lines.append(unkeyed)
         return sorted(set(lines), key=_line_order)
 
     def report(self) -> str:
@@ -376,7 +423,7 @@ class Derivation:
         for title, chosen in (
             ("culled", [d for d in self.decisions if d.outcome == "cull" and not d.declared]),
             ("undecided, culled until declared member calls", [d for d in self.undecided if not d.declared]),
-            ("declared members' calls (policy_member_calls, not culled)", self.declared_open),
+            ("declared member calls (not culled)", [d for d in self.decisions if d.declared]),
         ):
             lines.append("")
             lines.append("## %s (%d)" % (title, len(chosen)))
@@ -385,7 +432,7 @@ class Derivation:
             lines += ["", "## changed by the policy file (%d)" % len(self.overridden)]
             lines += ["%-60s %s -> %s" % (op.text, before, after) for op, before, after in self.overridden]
         if self.unused_member_calls:
-            lines += ["", "## declared member calls that name no documented operation (ignored)"]
+            lines += ["", "## declared member calls the derivation does not cull (ignored)"]
             lines += [op.text for op in self.unused_member_calls]
         return "\n".join(lines)
 
@@ -447,16 +494,51 @@ def derive(
     overridden = []
     if effective is not None:
         before = {d.operation: d for d in decisions}
-        decisions = decide(effective, operations, member_calls)
+        declared = set(member_calls)
+        decisions = [
+            _closed_by_file(d, before[d.operation], defaults, operations, declared)
+            for d in decide(effective, operations, member_calls)
+        ]
         overridden = [
             (d.operation, before[d.operation].outcome, d.outcome)
             for d in decisions
             if before[d.operation].culled != d.culled
         ]
     decisions = _mark_conflicts(decisions, set(member_calls))
-    documented = {d.operation for d in decisions}
-    unused = sorted(op for op in set(member_calls) if op not in documented)
+    not_kept = {d.operation for d in decisions if d.outcome != "keep"}
+    unused = sorted(op for op in set(member_calls) if op not in not_kept)
     return Derivation(namespace, decisions, overridden, unused)
+
+
+def _closed_by_file(
+    decision: Decision,
+    default: Decision,
+    defaults: Mapping[str, Verdict],
+    operations: Mapping[str, Iterable[Operation]],
+    declared: set[Operation],
+) -> Decision:
+    """A call the policy file closes through a rule that lists other calls too becomes undecided.
+
+    Such a rule may only decide what the call's answer shows: nova lists
+    ``os-flavor-extra-specs:index`` on ``GET /flavors/{flavor_id}``, and a
+    file closing the extra specs to members leaves them the flavor, without
+    its extra specs.  Culled all the same, but reported, and the operator
+    may declare it a members' call.
+    """
+    if decision.outcome != "cull" or default.outcome != "keep":
+        return decision
+    closed = [name for name, _ in decision.gates if defaults[name].kind == "member" and len(set(operations[name])) > 1]
+    if not closed:
+        return decision
+    reason = (
+        "the policy file closes %s, which list%s other calls too: it may decide only what this call's answer shows; %s"
+        % (
+            ", ".join(closed),
+            "" if len(closed) > 1 else "s",
+            decision.reason,
+        )
+    )
+    return dataclasses.replace(decision, outcome="undecided", reason=reason, declared=decision.operation in declared)
 
 
 def _mark_conflicts(decisions: list[Decision], declared: set[Operation]) -> list[Decision]:
@@ -469,17 +551,15 @@ def _mark_conflicts(decisions: list[Decision], declared: set[Operation]) -> list
     filled, under a version, with and without a project) is judged by each
     culled operation's rule.
     """
-    from tenancy_mw.core.paths import DEFAULT_VERSION_PATTERN
     from tenancy_mw.cull.rules import parse_rule
 
-    version_re = re.compile(DEFAULT_VERSION_PATTERN, re.IGNORECASE)
-    kept = [d.operation for d in decisions if d.outcome == "keep"]
+    kept = [d.operation for d in decisions if not d.culled]
     marked = []
     for decision in decisions:
         operation = decision.operation
         if decision.outcome == "cull":
             rule = parse_rule("%s %s" % (operation.method, operation.path))
-            hit = [k for k in kept if _culls(rule, operation, k, version_re)]
+            hit = [k for k in kept if k != operation and _culls(rule, operation, k)]
             if hit:
                 reason = "its rule would also cull the members' call%s %s; %s" % (
                     "s" if len(hit) > 1 else "",
@@ -493,20 +573,52 @@ def _mark_conflicts(decisions: list[Decision], declared: set[Operation]) -> list
     return marked
 
 
-def _culls(rule: Any, culled: Operation, kept: Operation, version_re: re.Pattern) -> bool:
+def _culls(rule: Any, culled: Operation, kept: Operation) -> bool:
     """Whether *rule* (for *culled*) matches a request for the members' operation *kept*."""
     if culled.action and kept.action != culled.action:
         return False  # told apart by the body's key
-    filled = tuple("x0" if s == "*" else s for s in kept.shape)
-    return any(rule.matches(prefix + filled, {kept.method}, version_re) for prefix in (("v2.1",), ("v2.1", "project0")))
+    return _matches_a_request_for(rule, kept)
+
+
+def _matches_a_request_for(rule: Any, operation: Operation) -> bool:
+    """Whether *rule* matches *operation*'s path, placeholders filled, under a version, with and without a project."""
+    from tenancy_mw.core.paths import DEFAULT_VERSION_PATTERN
+
+    version_re = re.compile(DEFAULT_VERSION_PATTERN, re.IGNORECASE)  # re caches the compiled pattern
+    filled = tuple("x0" if s == "*" else s for s in operation.shape)
+    return any(
+        rule.matches(prefix + filled, {operation.method}, version_re) for prefix in (("v2.1",), ("v2.1", "project0"))
+    )
 
 
 def _documented_operations(rules: Iterable[Any]) -> dict[str, list[Operation]]:
     documented: dict[str, list[Operation]] = {}
     for rule in rules:
         for operation in getattr(rule, "operations", None) or ():
-            documented.setdefault(rule.name, []).append(parse_operation(operation["method"], operation["path"]))
+            documented.setdefault(rule.name, []).extend(_rule_operations(rule.name, operation))
     return documented
+
+
+def _rule_operations(name: str, operation: Mapping[str, Any]) -> list[Operation]:
+    """The :class:`Operation` objects one documented operation of rule *name* stands for.
+
+    oslo.policy takes any ``method``: keystone documents ``["HEAD", "GET"]``
+    for one path, so a list (or ``"HEAD, GET"``) is one operation per method.
+    """
+    methods = operation.get("method")
+    path = operation.get("path")
+    if isinstance(methods, str):
+        methods = methods.split(",")
+    if (
+        not isinstance(path, str)
+        or not isinstance(methods, (list, tuple))
+        or not all(isinstance(method, str) for method in methods)
+    ):
+        raise PolicyError("rule %s documents an operation that is not a method and a path: %r" % (name, operation))
+    try:
+        return [parse_operation(method, path) for method in methods]
+    except PolicyError as exc:
+        raise PolicyError("rule %s: %s" % (name, exc)) from None
 
 
 def _judge(
@@ -520,11 +632,32 @@ def _judge(
     """Ask oslo.policy, for each rule listing operations, whether each caller passes."""
     enforcer = _enforcer(rules, conf, policy_file, like)
     credentials = personas.credentials()
-    target = {"project_id": _PROJECT, "tenant_id": _PROJECT, "user_id": _USER}
-    ask: Callable[[str, str], bool] = lambda name, who: bool(  # noqa: E731
-        enforcer.enforce(name, dict(target), dict(credentials[who]))
-    )
-    return {name: Verdict(ask(name, "admin"), ask(name, "member"), ask(name, "reader")) for name in operations}
+    verdicts = {}
+    for name in operations:
+        missing: set[str] = set()
+        admin = _ask(enforcer, name, credentials["admin"], set())
+        member = _ask(enforcer, name, credentials["member"], missing)
+        reader = _ask(enforcer, name, credentials["reader"], missing)
+        refused = not (member or reader)
+        verdicts[name] = Verdict(admin, member, reader, tuple(sorted(missing)) if refused else ())
+    return verdicts
+
+
+class _ProbeTarget(dict):
+    """The target oslo.policy is asked about, noting each field a check looked up and it lacks."""
+
+    def __init__(self, missing: set[str]) -> None:
+        super().__init__(project_id=_PROJECT, tenant_id=_PROJECT, user_id=_USER)
+        self.missing = missing
+
+    def __missing__(self, key: str) -> Any:
+        self.missing.add(key)
+        raise KeyError(key)
+
+
+def _ask(enforcer: Any, name: str, credentials: Mapping[str, Any], missing: set[str]) -> bool:
+    """Whether oslo.policy lets *credentials* call rule *name*; target fields it lacked are added to *missing*."""
+    return bool(enforcer.enforce(name, _ProbeTarget(missing), dict(credentials)))
 
 
 def _enforcer(rules: list[Any], conf: Any, policy_file: str | None, like: Any = None) -> Any:
@@ -542,7 +675,11 @@ def _enforcer(rules: list[Any], conf: Any, policy_file: str | None, like: Any = 
     if own:
         conf = cfg.ConfigOpts()
         conf([], project="tenancy_mw_policy", default_config_files=[], default_config_dirs=[])
-    enforcer = policy.Enforcer(conf, policy_file=policy_file)
+    # Without the service's configuration, the file named or none at all:
+    # oslo.policy would otherwise look for policy.yaml and policy.d in ~ and /etc.
+    enforcer = policy.Enforcer(conf, policy_file=policy_file or (os.devnull if own else None))
+    if own:
+        conf.set_override("policy_dirs", [], group="oslo_policy")
     if own and like is not None:
         # The settings that change how defaults are read (enforce_scope is gone from recent oslo.policy).
         for name in ("enforce_new_defaults", "enforce_scope"):
@@ -553,6 +690,12 @@ def _enforcer(rules: list[Any], conf: Any, policy_file: str | None, like: Any = 
         enforcer.load_rules(force_reload=True)
     except Exception as exc:  # oslo.policy raises several types for a bad file
         raise PolicyError("the policy file could not be read: %s" % exc) from None
+    if policy_file and not enforcer.policy_path:
+        # oslo.policy only notes a missing file at debug level; one named here must be read.
+        raise PolicyError(
+            "the policy file %r was not found (an absolute path, or one in the service's configuration "
+            "directories)" % policy_file
+        )
     return enforcer
 
 
@@ -621,12 +764,12 @@ def log_derivation(log: Any, derivation: Derivation) -> None:
     for decision in derivation.undecided:
         if not decision.declared:
             log.warning("admin_cull: %s is undecided, culled: %s", decision.operation.text, decision.reason)
-    for decision in derivation.declared_open:
-        log.warning(
-            "admin_cull: %s is declared a members' call (policy_member_calls): not culled, though the policy %s: %s",
-            decision.operation.text,
-            "leaves it undecided" if decision.outcome == "undecided" else "makes it an admin call",
-            decision.reason,
-        )
+    for decision in derivation.decisions:
+        if decision.declared and decision.outcome == "cull":
+            log.warning(
+                "admin_cull: policy_member_calls opens %s, which the policy gives admins only (%s): not culled",
+                decision.operation.text,
+                decision.reason,
+            )
     for operation in derivation.unused_member_calls:
-        log.warning("admin_cull: policy_member_calls names %s, which no rule documents: ignored", operation.text)
+        log.warning("admin_cull: policy_member_calls names %s, which is not culled: ignored", operation.text)

@@ -22,7 +22,9 @@ options are checked by type, and their URL layout as the filter would), and
 ``admin_cull``'s ``policy_namespace`` is derived (its policy judged, with
 the defaults only) where that namespace is registered, which is in the
 service's own Python: run the check there to have it checked; elsewhere
-the filter is built without it and the rest checked.
+the filter is built without it and the rest checked.  Its ``policy_file``
+is read when given as an absolute path; a relative one is found in the
+service's configuration directories when the service loads the filter.
 
     >>> tenancy_kind("egg:tenancy_mw#admin_cull"), tenancy_kind("tenancy_mw.tenants.path_filter:TenantPath.factory")
     ('admin_cull', 'tenant_path')
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import re
 import types
 from collections.abc import Callable, Mapping
@@ -197,6 +200,8 @@ def _load_problems(cls: type[TenancyMiddleware], conf: Mapping[str, str]) -> lis
         values["backend"] = "memory"  # a sql or memcached store would connect
     if values.get("policy_namespace") and not _policy_registered(values["policy_namespace"]):
         del values["policy_namespace"]  # the service's policy is not installed in this Python
+    if values.get("policy_file") and not os.path.isabs(values["policy_file"]):
+        del values["policy_file"]  # found in the service's configuration directories, which are not read here
     try:
         built = cls(None, values)  # type: ignore[arg-type]
     except ConfigError as exc:

@@ -38,10 +38,9 @@ The sections it appends:
     file (``tenancy-mw-manage cull derive --namespace nova`` prints them);
     ``rules``: what the policy's documentation does not say, the paths the
     service routes admin calls on but documents otherwise
-    (:data:`CINDER_UNDOCUMENTED_RULES`; none for nova); and
-    ``policy_member_calls``: the calls the service serves members that its
-    documentation lists only under admin-only rules
-    (:data:`CINDER_MEMBER_CALLS`; none for nova).
+    (:data:`CINDER_UNDOCUMENTED_RULES`; none for nova);
+    ``policy_member_calls``: the members' calls it documents under an
+    admin-only rule alone (:data:`CINDER_MEMBER_CALLS`; none for nova).
 ``[filter:idempotency]``
     the error format only: set ``backend``, ``memcached_servers`` (or
     ``connection``) and ``secret`` with ``--set``, or leave them out and
@@ -170,23 +169,21 @@ CINDER_ADMIN_RULES = (
 CINDER_UNDOCUMENTED_RULES = (
     # Documented as /backups/{backup_id}/import_record; routed as /backups/import_record.
     "POST            /backups/**/import_record",
-    # Documented as POST; routed as GET.
-    "GET,POST        /backups/*/export_record",
     # Documented as PUT /default-types; routed as /default-types/{project_id}.
     "PUT             /default-types/*",
     # Documented as PUT and DELETE /types; routed as /types/{type_id}.
     "PUT,DELETE      /types/*",
+    # Documented as POST; routed as GET (cinder/api/contrib/backups.py: member_actions).
+    "GET             /backups/*/export_record",
     # manageable_volumes' and manageable_snapshots' older names, still routed (cinder/api/contrib/).
     "*               /os-snapshot-manage/**",
     "*               /os-volume-manage/**",
 )
-#: cinder's calls its policy documentation lists only under admin-only rules
-#: that cinder serves members (cinder 29.0.0): ``admin_cull``'s
-#: ``policy_member_calls``.  ``GET /group_types/{id}`` is listed by
-#: ``group:access_group_types_specs`` only, which decides whether the answer
-#: shows the specs; no rule gates the call.
+#: cinder's members' calls its policy documentation lists under an admin-only
+#: rule alone (``policy_member_calls``): ``group:access_group_types_specs``
+#: only decides whether a group type's answer shows its specs (cinder 29.0.0,
+#: cinder/api/v3/views/group_types.py, ``fatal=False``).
 CINDER_MEMBER_CALLS = ("GET /group_types/{group_type_id}",)
-
 # The sections for pipelines without authtoken: (name, the section it builds on, options turned off).
 _NOAUTH = {
     "tenant_path": ("tenant_path_noauth", (("token_tenant", "false"), ("check_token_project", "false"))),

@@ -21,27 +21,28 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @functools.cache
-def _derive(venv: Path, service: str, output: str, member_calls: tuple[str, ...] = ()) -> str:
+def _derive(venv: Path, service: str, output: str, extra: tuple[str, ...] = ()) -> str:
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONWARNINGS="ignore")
     command = [str(venv / "bin" / "python"), "-m", "tenancy_mw.manage", "cull", "derive", "--namespace", service]
-    for call in member_calls:
-        command += ["--member-call", call]
     done = subprocess.run(
-        [*command, "--format", output], capture_output=True, text=True, timeout=300, env=env, cwd=str(venv)
+        [*command, "--format", output, *extra], capture_output=True, text=True, timeout=300, env=env, cwd=str(venv)
     )
     if done.returncode:
         raise RuntimeError("tenancy-mw-manage cull derive --namespace %s failed:\n%s" % (service, done.stderr[-3000:]))
     return done.stdout
 
 
-def derivation(venv: Path, service: str, member_calls: tuple[str, ...] = ()) -> dict:
-    """The derivation's JSON (``--format json``): ``rules``, ``decisions`` (each with ``culled``), ``overridden``."""
-    return json.loads(_derive(venv, service, "json", tuple(member_calls)))
+def derivation(venv: Path, service: str, *extra: str) -> dict:
+    """The derivation's JSON (``--format json``): ``rules``, ``decisions`` (each with ``culled``), ``overridden``.
+
+    *extra* are more arguments for the verb (``--policy-file``, ``--member-call``).
+    """
+    return json.loads(_derive(venv, service, "json", extra))
 
 
-def derived_rules(venv: Path, service: str, member_calls: tuple[str, ...] = ()) -> list[str]:
-    """The rule lines ``admin_cull`` derives for *service* (``--format rules``), with *member_calls* declared."""
-    return [line for line in _derive(venv, service, "rules", tuple(member_calls)).splitlines() if line.strip()]
+def derived_rules(venv: Path, service: str, *extra: str) -> list[str]:
+    """The rule lines ``admin_cull`` derives for *service* (``--format rules``); *extra* as for :func:`derivation`."""
+    return [line for line in _derive(venv, service, "rules", extra).splitlines() if line.strip()]
 
 
 def report(venv: Path, service: str) -> str:
@@ -62,11 +63,12 @@ def with_derived_rules(paste_text: str, venv: Path) -> str:
     parser.read_string(paste_text)
     for section in parser.sections():
         if parser.has_option(section, "policy_namespace"):
+            declared = [line.strip() for line in parser.get(section, "policy_member_calls", fallback="").splitlines()]
+            member_calls = tuple(arg for line in declared if line for arg in ("--member-call", line))
+            derived = derived_rules(venv, parser.get(section, "policy_namespace"), *member_calls)
             own = parser.get(section, "rules", fallback="").splitlines()
-            calls = tuple(c for c in parser.get(section, "policy_member_calls", fallback="").splitlines() if c.strip())
-            derived = derived_rules(venv, parser.get(section, "policy_namespace"), calls)
-            parser.remove_option(section, "policy_member_calls")
             parser.remove_option(section, "policy_namespace")
+            parser.remove_option(section, "policy_member_calls")
             parser.set(section, "rules", "\n".join(line for line in [*own, *derived] if line.strip()))
     out = io.StringIO()
     parser.write(out)

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import tenancy_mw
 from tenancy_mw import migrations
 
 MANAGE = os.path.join(os.path.dirname(sys.executable), "tenancy-mw-manage")
@@ -100,3 +101,19 @@ def test_a_database_without_the_librarys_tables_names_the_db_upgrade_that_makes_
     again = manage(*verb, "--url", sql_url)
     assert again.returncode == (1 if verb[1] == "show" else 0), again.stderr
     assert "no tenant 'acme'" in again.stderr if verb[1] == "show" else again.stderr == ""
+
+
+def test_run_as_python_dash_m_a_verbs_failure_is_one_line_not_a_traceback():
+    # As the docs run the cull verb with a service's Python: python -m tenancy_mw.manage.
+    checkout = os.path.dirname(os.path.dirname(tenancy_mw.__file__))  # this checkout first on the path
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")])))
+    result = subprocess.run(
+        [sys.executable, "-m", "tenancy_mw.manage", "cull", "derive", "--namespace", "no-such-service"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith("tenancy-mw-manage: no policy defaults are registered as 'no-such-service'")
+    assert "Traceback" not in result.stderr

@@ -177,22 +177,30 @@ def test_a_member_call_that_is_not_an_operation_fails_at_load(registered):
         AdminCull(_reached, {"policy_namespace": registered, "policy_member_calls": "hosts/mine"})
 
 
-def test_declared_member_calls_open_what_they_name_and_say_so(registered, caplog):
+def test_declared_member_calls_open_only_what_they_name(registered, caplog):
     with caplog.at_level(logging.WARNING, logger="tenancy_mw.admin_cull"):
         public = TestApp(
             AdminCull(
                 _reached,
-                {"policy_namespace": registered, "policy_member_calls": "GET /hosts/{host}\nPOST /things\nGET /nope"},
+                {"policy_namespace": registered, "policy_member_calls": "GET /hosts/{host}\nGET /things/{id}"},
             )
         )
     assert public.get("/v2.1/hosts/mine").json == {"reached": True}
-    # A decided admin call the deployment serves members (a policy documentation that is wrong).
+    public.post_json("/v2.1/things", {}, status=404)  # not named
+    public.put_json("/v2.1/things/7", {}, status=404)
+    assert "policy_member_calls names GET /things/*, which is not culled: ignored" in caplog.text
+
+
+def test_a_declared_member_call_opens_a_decided_cull_and_says_so_at_load(registered, caplog):
+    # Documentation can mislead: cinder lists only the admin-only group:access_group_types_specs on
+    # GET /group_types/{group_type_id}, which members call (the rule only shows the group specs).
+    with caplog.at_level(logging.WARNING, logger="tenancy_mw.admin_cull"):
+        public = TestApp(AdminCull(_reached, {"policy_namespace": registered, "policy_member_calls": "POST /things"}))
     assert public.post_json("/v2.1/things", {}).json == {"reached": True}
     public.put_json("/v2.1/things/7", {}, status=404)
-    declared = "is declared a members' call (policy_member_calls): not culled, though the policy"
-    assert "POST /things %s makes it an admin call" % declared in caplog.text
-    assert "GET /hosts/* %s leaves it undecided" % declared in caplog.text
-    assert "policy_member_calls names GET /nope, which no rule documents: ignored" in caplog.text
+    (opened,) = [r for r in caplog.records if "opens POST /things" in r.getMessage()]
+    assert opened.levelno == logging.WARNING
+    assert "which the policy gives admins only (svc:thing-manage:create (admin) gates it" in opened.getMessage()
 
 
 def test_the_manage_verb_prints_the_list_the_undecided_and_why(registered, capsys):
@@ -209,6 +217,8 @@ def test_the_manage_verb_prints_the_list_the_undecided_and_why(registered, capsy
     document = json.loads(capsys.readouterr().out)
     hosts = next(d for d in document["decisions"] if d["operation"] == "GET /hosts/*")
     assert (hosts["outcome"], hosts["culled"], hosts["declared"]) == ("undecided", False, True)
+    assert main(["cull", "derive", "--namespace", registered, "--format", "json", "--member-call", "GET /things"]) == 0
+    assert json.loads(capsys.readouterr().out)["unused_member_calls"] == ["GET /things"]
 
 
 def test_the_manage_verb_reads_the_services_config_for_its_policy_file(registered, tmp_path, capsys):
@@ -238,3 +248,135 @@ def test_without_oslo_policy_the_verb_and_the_filter_name_the_extra():
     assert done.returncode == 1, done.stderr
     assert "needs oslo.policy (pip install 'tenancy_mw[policy]')" in done.stderr
     assert "needs oslo.policy (pip install 'tenancy_mw[policy]')" in done.stdout
+
+
+def _documented(name, check, *operations):
+    """A policy default listing *operations*: ``"METHOD /path"``, or ``(methods, path)`` as keystone writes them."""
+    from oslo_policy import policy
+
+    listed = [
+        {"method": op.split(" ", 1)[0], "path": op.split(" ", 1)[1]}
+        if isinstance(op, str)
+        else {"method": op[0], "path": op[1]}
+        for op in operations
+    ]
+    return policy.DocumentedRuleDefault(name, check, "Test rule %s." % name, listed)
+
+
+def _admin_rule():
+    from oslo_policy import policy
+
+    return policy.RuleDefault("context_is_admin", policy_service.ADMIN)
+
+
+def test_an_operation_documented_with_a_list_of_methods_is_one_operation_per_method():
+    rules = [
+        _admin_rule(),
+        _documented("svc:grants:list", "rule:context_is_admin", (["HEAD", "GET"], "/v3/system/users/{user_id}/roles")),
+        _documented("svc:grants:create", "rule:context_is_admin", (["PUT"], "/v3/system/users/{user_id}/roles/{id}")),
+    ]
+    assert _outcomes(derive(rules)) == {
+        "GET /v3/system/users/*/roles": "cull",
+        "HEAD /v3/system/users/*/roles": "cull",
+        "PUT /v3/system/users/*/roles/*": "cull",
+    }
+    with pytest.raises(PolicyError, match="rule svc:odd documents an operation that is not a method and a path"):
+        derive([_documented("svc:odd", "rule:context_is_admin", (None, "/things"))])
+
+
+def test_a_placeholder_inside_a_segment_varies_it_and_an_unwritable_path_is_a_policy_error():
+    rules = [_admin_rule(), _documented("svc:exports", "rule:context_is_admin", "GET /things/{id}.json")]
+    assert derive(rules).rule_lines() == ["GET /things/*"]
+    with pytest.raises(PolicyError, match=r"rule svc:odd: operation GET /things/a\(b cannot be an admin_cull rule"):
+        derive([_admin_rule(), _documented("svc:odd", "rule:context_is_admin", "GET /things/a(b")])
+
+
+def test_an_admin_only_path_beside_a_members_action_on_another_template_keeps_its_keys():
+    # The members' action is documented with the project in its path; the admin actions without.
+    rules = [
+        _admin_rule(),
+        _documented("svc:servers:evacuate", "rule:context_is_admin", "POST /servers/{server_id}/action (evacuate)"),
+        _documented("svc:servers:reboot", policy_service.MEMBER, "POST /{project_id}/servers/{id}/action (reboot)"),
+    ]
+    lines = derive(rules).rule_lines()
+    assert lines == ["POST /servers/*/action (evacuate)"]
+    public = TestApp(AdminCull(_reached, {"rules": "\n".join(lines)}))
+    assert public.post_json("/v2.1/acme/servers/7/action", {"reboot": {}}).json == {"reached": True}
+    public.post_json("/v2.1/acme/servers/7/action", {"evacuate": {}}, status=404)
+
+
+def test_a_rule_refusing_members_for_want_of_a_target_field_leaves_its_call_undecided():
+    # keystone's identity:get_user lets users read themselves: user_id:%(target.user.id)s.
+    rules = [
+        _admin_rule(),
+        _documented("svc:users:get", "rule:context_is_admin or user_id:%(target.user.id)s", "GET /users/{user_id}"),
+        _documented("svc:users:create", "rule:context_is_admin", "POST /users"),
+    ]
+    derived = derive(rules)
+    decisions = {d.operation.text: d for d in derived.decisions}
+    get_user = decisions["GET /users/*"]
+    assert (get_user.outcome, get_user.culled, get_user.gates) == ("undecided", True, (("svc:users:get", "target"),))
+    assert "for want of target.user.id in the target" in get_user.reason
+    assert decisions["POST /users"].outcome == "cull"
+    declared = derive(rules, member_calls=[parse_operation_line("GET /users/{id}")])
+    assert declared.rule_lines() == ["POST /users"]
+
+
+def test_a_policy_file_closing_a_rule_that_lists_other_calls_leaves_them_undecided(tmp_path):
+    # nova's os-flavor-extra-specs:index is listed on the flavor reads, which check it only
+    # to show or hide the extra specs.
+    rules = [
+        _admin_rule(),
+        _documented(
+            "svc:flavor-extra-specs:index",
+            policy_service.READER,
+            "GET /flavors/{flavor_id}",
+            "GET /flavors/detail",
+            "GET /flavors/{flavor_id}/os-extra_specs",
+        ),
+        _documented("svc:keypairs:index", policy_service.READER, "GET /os-keypairs"),
+    ]
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text('"svc:flavor-extra-specs:index": "!"\n"svc:keypairs:index": "rule:context_is_admin"\n')
+    derived = derive(rules, policy_file=str(policy_file))
+    assert _outcomes(derived) == {
+        "GET /flavors/*": "undecided",
+        "GET /flavors/*/os-extra_specs": "undecided",
+        "GET /flavors/detail": "undecided",
+        "GET /os-keypairs": "cull",
+    }
+    assert all(d.culled for d in derived.decisions)
+    assert "the policy file closes svc:flavor-extra-specs:index, which lists other calls too" in derived.report()
+    declared = derive(
+        rules,
+        policy_file=str(policy_file),
+        member_calls=[parse_operation_line("GET /flavors/{id}"), parse_operation_line("GET /flavors/detail")],
+    )
+    assert declared.rule_lines() == ["GET /flavors/*/os-extra_specs", "GET /os-keypairs"]
+
+
+def test_a_policy_file_named_but_missing_is_an_error_naming_it(registered, tmp_path):
+    missing = str(tmp_path / "no-such-policy.yaml")
+    with pytest.raises(PolicyError, match="the policy file '.*no-such-policy.yaml' was not found"):
+        derive(policy_service.list_rules(), policy_file=missing)
+    with pytest.raises(ConfigError, match="no-such-policy.yaml' was not found"):
+        AdminCull(_reached, {"policy_namespace": registered, "policy_file": missing})
+
+
+def test_the_defaults_are_judged_without_any_policy_file_found_in_home_or_etc(tmp_path, monkeypatch):
+    # oslo.config looks for a relative policy file in ~ and /etc: a stray one there is not the service's.
+    (tmp_path / "policy.yaml").write_text('"svc:services:delete": "role:member"\n')
+    monkeypatch.setenv("HOME", str(tmp_path))
+    derived = derive(policy_service.list_rules())
+    assert _outcomes(derived)["DELETE /services/*"] == "cull"
+    assert derived.overridden == []
+
+
+def test_paste_check_reads_an_absolute_policy_file_and_leaves_a_relative_one_to_the_service(registered, tmp_path):
+    from tenancy_mw.paste_deploy.filters import option_problems
+
+    missing = str(tmp_path / "no-such-policy.yaml")
+    (problem,) = option_problems(AdminCull, {"policy_namespace": registered, "policy_file": missing})
+    assert "no-such-policy.yaml' was not found" in problem
+    # Relative: the service finds it beside its configuration file (/etc/nova/policy.yaml), not this check.
+    assert option_problems(AdminCull, {"policy_namespace": registered, "policy_file": "policy.yaml"}) == []

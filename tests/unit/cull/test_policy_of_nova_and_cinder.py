@@ -89,3 +89,51 @@ def test_the_bench_times_the_rules_nova_derives_today(openstack_venv):
     assert benched == derived_rules(openstack_venv, "nova"), (
         "regenerate bench/nova-policy-rules.txt: tenancy-mw-manage cull derive --namespace nova --format rules"
     )
+
+
+def _closing_flavor_extra_specs(tmp_path) -> str:
+    # A deployment hiding flavors' extra specs from members, and their keypair list.
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(
+        '"os_compute_api:os-flavor-extra-specs:index": "rule:context_is_admin"\n'
+        '"os_compute_api:os-keypairs:index": "rule:context_is_admin"\n'
+    )
+    return str(policy_file)
+
+
+def test_a_policy_file_hiding_flavor_extra_specs_leaves_the_flavor_reads_undecided(openstack_venv, tmp_path):
+    policy_file = _closing_flavor_extra_specs(tmp_path)
+    derived = derivation(openstack_venv, "nova", "--policy-file", policy_file)
+    decisions = {d["operation"]: d for d in derived["decisions"]}
+    # nova's flavor show and detail check the rule with fatal=False, to leave the extra specs out:
+    # members still read flavors.  Culled, as the library cannot tell, but reported.
+    for read in ("GET /flavors/*", "GET /flavors/detail"):
+        assert (decisions[read]["outcome"], decisions[read]["culled"]) == ("undecided", True)
+        assert "closes os_compute_api:os-flavor-extra-specs:index, which lists other calls" in decisions[read]["reason"]
+    # A rule listing one call only gates it: closed, it is culled.
+    assert decisions["GET /os-keypairs"]["outcome"] == "cull"
+    declared = derivation(
+        openstack_venv,
+        "nova",
+        "--policy-file",
+        policy_file,
+        "--member-call",
+        "GET /flavors/{flavor_id}",
+        "--member-call",
+        "GET /flavors/detail",
+    )
+    assert "GET /flavors/*" not in declared["rules"]
+    assert "GET /flavors/detail" not in declared["rules"]
+    assert "GET /flavors/*/os-extra_specs" in declared["rules"]
+
+
+def test_keystones_policy_with_its_method_lists_and_owner_checks_is_derived(openstack_venv):
+    decisions = {d["operation"]: d for d in derivation(openstack_venv, "keystone")["decisions"]}
+    # keystone documents {"method": ["HEAD", "GET"], ...}: one operation per method.
+    assert {"GET /v3/system/users/*/roles", "HEAD /v3/system/users/*/roles"} <= set(decisions)
+    # identity:get_user lets a user read their own record (user_id:%(target.user.id)s): a member's
+    # call that the caller's own project cannot show, so it is undecided, not decided admin.
+    get_user = decisions["GET /v3/users/*"]
+    assert (get_user["outcome"], get_user["culled"]) == ("undecided", True)
+    assert "target.user.id" in get_user["reason"]
+    assert decisions["POST /v3/users"]["outcome"] == "cull"

@@ -23,7 +23,7 @@ from paste.deploy import loadapp, loadfilter
 
 from tenancy_mw.paste_deploy import add_filters, check
 from tenancy_mw.paste_deploy.graph import PasteGraph
-from tenancy_mw.paste_deploy.recipe import RECIPES
+from tenancy_mw.paste_deploy.recipe import CINDER_MEMBER_CALLS, RECIPES
 from tenancy_mw.tenants.ids import DEFAULT_TENANTLESS_COLLECTIONS
 from tests.conftest import require
 from tests.support.policy_derived import derivation, with_derived_rules
@@ -370,7 +370,10 @@ def status_through_admin_cull(cull, mount: str, method: str, path: str) -> int:
 def test_admin_cull_culls_every_admin_only_call_of_the_policy_defaults(
     openstack_venv, installed_paste, tmp_path, service
 ):
-    admin_only, member = classify(derivation(openstack_venv, service, RECIPES[service].member_calls)["decisions"])
+    # The recipe's declared members' calls (cinder's, which its policy documents under an admin-only rule alone).
+    declared = CINDER_MEMBER_CALLS if service == "cinder" else ()
+    member_calls = [arg for call in declared for arg in ("--member-call", call)]
+    admin_only, member = classify(derivation(openstack_venv, service, *member_calls)["decisions"])
     assert len(admin_only) > 40, admin_only
     assert len(member) > 60, member
     if service == "nova":
@@ -832,3 +835,23 @@ def test_db_verbs_without_the_sql_extra_name_it():
     result = run_without_sql("tenants", "purge")
     assert result.returncode == 2
     assert "unknown group 'tenants'; some groups need an extra: " in result.stderr
+
+
+def test_cinder_calls_its_policy_documents_otherwise_are_judged_as_routed(openstack_venv, installed_paste, tmp_path):
+    """cinder 29 documents backup export as POST (routed GET), and group type show under an admin-only rule alone.
+
+    ``group:access_group_types_specs`` only decides whether the answer shows the group specs
+    (cinder/api/v3/views/group_types.py, ``fatal=False``): members show group types.
+    """
+    views = next(openstack_venv.glob("lib/python3*/site-packages/cinder/api/v3/views/group_types.py")).read_text()
+    assert "SHOW_ACCESS_POLICY, fatal=False" in views
+    backups = next(openstack_venv.glob("lib/python3*/site-packages/cinder/api/contrib/backups.py")).read_text()
+    assert "'export_record': 'GET'" in backups
+    text = with_derived_rules(add_filters(installed_paste("cinder"), "cinder"), openstack_venv)
+    cull = loadfilter("config:%s" % write(tmp_path, text), name="admin_cull")(
+        lambda environ, start_response: start_response("200 OK", []) or []
+    )
+    for prefix in ("", "/" + PROJECT):
+        assert status_through_admin_cull(cull, "/v3", "GET", prefix + "/group_types/0b1e") == 200
+        assert status_through_admin_cull(cull, "/v3", "GET", prefix + "/group_types/0b1e/group_specs") == 404
+        assert status_through_admin_cull(cull, "/v3", "GET", prefix + "/backups/0b1e/export_record") == 404
