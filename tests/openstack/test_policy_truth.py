@@ -7,10 +7,11 @@ what it serves the member is a member's call (:mod:`tests.support.policy_truth`)
 On the public endpoint, every admin-only call must be culled in every URL
 layout and refused however it is written (path, method and body tricks),
 changing nothing; every member call must be answered as on the admin
-endpoint.  The report (printed; with ``-s`` on the terminal, and in the
-test's folder with the whole table) counts the truth and, once the library
-derives its rules (``tenancy-mw-manage cull derive``), how far the derived
-list agrees with it.
+endpoint.  And the list the library derives from the policy
+(``tenancy-mw-manage cull derive``) must cull every admin-only call and keep
+every member call.  The report (printed: with ``-s`` on the terminal; and in
+the test's folder with the whole table) counts the truth, the derived list's
+agreement with it, and every failure.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from tests.support.policy_truth import ADMIN_ONLY, MEMBER, UNANSWERABLE, derived
 
 
 @pytest.fixture(scope="session")
-def endpoints(nova_endpoints, cinder_endpoints) -> dict:
+def truth_endpoints(nova_endpoints, cinder_endpoints) -> dict:
     """Each service's (public, admin) endpoints.
 
     Both services are in the catalog whichever one is tested: nova's volume
@@ -34,9 +35,9 @@ def endpoints(nova_endpoints, cinder_endpoints) -> dict:
 
 
 @pytest.mark.parametrize("service", ["nova", "cinder"])
-def test_the_public_endpoint_culls_what_the_service_serves_only_an_admin(cloud, endpoints, service, tmp_path):
+def test_the_public_endpoint_culls_what_the_service_serves_only_an_admin(cloud, truth_endpoints, service, tmp_path):
     started = time.monotonic()
-    public, admin = endpoints[service]
+    public, admin = truth_endpoints[service]
     outcome = run(PLANS[service], cloud, public, admin)
     derived = derived_verdicts(cloud.venv, service)
     report = "%s\ntotal %.0f s" % (outcome.report(derived), time.monotonic() - started)

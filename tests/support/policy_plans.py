@@ -231,10 +231,35 @@ def _nova_headers(cloud, person: str) -> dict:
     return {"X-Auth-Token": cloud.token(person), "Accept": "application/json"}
 
 
+#: Values every nova world holds for each person, whatever the run.
+_NOVA_LITERALS = {
+    "absent": ABSENT,
+    "spec_key": "k1",
+    "metadata_key": "k1",
+    "tag": "t1",
+    "network_label": "private",
+    "quota_class": "default",
+    "extension": "os-keypairs",
+    "timestamp": "2020-01-01%2000:00:00",
+}
+
+
 def nova_worlds(cloud, endpoint, needs, count: int) -> list[World]:
     """*count* runs' nova resources: flavors, aggregates, keypairs, server groups (through *endpoint*);
     compute hosts and servers (written by nova's own objects), and the cinder volumes nova's calls name."""
     _unlimited(cloud, endpoint, "/v2.1", _nova_headers(cloud, "admin"), NOVA_QUOTAS)
+    makers = _nova_makers(cloud, endpoint)
+    worlds = [World() for _ in range(count)]
+    for world in worlds:
+        _make_kinds(world, makers, needs)
+        for person in PEOPLE:
+            world.shared[person].update(_NOVA_LITERALS, project=cloud.people[person].project_id)
+    _seed_nova_servers(cloud, worlds, needs)
+    return worlds
+
+
+def _nova_makers(cloud, endpoint) -> dict:
+    """How each kind nova's API makes is made, by kind: ``make(person) -> id``."""
 
     def create(person: str, path: str, body: dict, key: str, field_name: str = "id"):
         resp = endpoint.request("POST", "/v2.1" + path, _nova_headers(cloud, person), body)
@@ -247,7 +272,7 @@ def nova_worlds(cloud, endpoint, needs, count: int) -> list[World]:
         create("admin", "/flavors/%s/os-extra_specs" % flavor_id, {"extra_specs": {"k1": "v1"}}, "extra_specs", "k1")
         return flavor_id
 
-    makers = {
+    return {
         "flavor": flavor,
         "aggregate": lambda person: create("admin", "/os-aggregates", {"aggregate": {"name": _unique()}}, "aggregate"),
         "keypair": lambda person: create(person, "/os-keypairs", {"keypair": {"name": _unique()}}, "keypair", "name"),
@@ -255,14 +280,15 @@ def nova_worlds(cloud, endpoint, needs, count: int) -> list[World]:
             person, "/os-server-groups", {"server_group": {"name": _unique(), "policies": ["affinity"]}}, "server_group"
         ),
     }
-    worlds = [World() for _ in range(count)]
-    for world in worlds:
-        _make_kinds(world, makers, needs)
+
+
+def _seed_nova_servers(cloud, worlds: list[World], needs) -> None:
+    """Compute hosts, and each person's servers (with an attached cinder volume each), in every world."""
     users = user_ids(cloud)
     volumes = _seed_nova_volumes(cloud, worlds, needs, users)
     payload = {
         "flavor": worlds[0].shared["admin"]["flavor"],
-        "hosts": 1 + count * sum(needs[(p, "service")] for p in PEOPLE),
+        "hosts": 1 + len(worlds) * sum(needs[(p, "service")] for p in PEOPLE),
         "people": [
             {
                 "project_id": cloud.people[p].project_id,
@@ -270,7 +296,7 @@ def nova_worlds(cloud, endpoint, needs, count: int) -> list[World]:
                 "servers": 1 + needs[(p, "server")],
                 "volumes": attached,
             }
-            for p, attached in zip(PEOPLE * count, volumes, strict=True)
+            for p, attached in zip(PEOPLE * len(worlds), volumes, strict=True)
         ],
     }
     seeded = run_script(cloud.venv, _NOVA_SEED, cloud.nova_databases() / "nova.conf", payload, cloud.env())
@@ -280,23 +306,10 @@ def nova_worlds(cloud, endpoint, needs, count: int) -> list[World]:
         for person in PEOPLE:
             mine = next(servers)
             world.shared[person].update(
-                server=mine[0],
-                host=first["host"],
-                node=first["node"],
-                service=first["service"],
-                project=cloud.people[person].project_id,
-                absent=ABSENT,
-                spec_key="k1",
-                metadata_key="k1",
-                tag="t1",
-                network_label="private",
-                quota_class="default",
-                extension="os-keypairs",
-                timestamp="2020-01-01%2000:00:00",
+                server=mine[0], service=first["service"], host=first["host"], node=first["node"]
             )
             world.pools[person]["server"] = mine[1:]
             world.pools[person]["service"] = [spare_hosts.pop()["service"] for _ in range(needs[(person, "service")])]
-    return worlds
 
 
 def _seed_nova_volumes(cloud, worlds: list[World], needs, users: dict) -> list[list]:
@@ -632,6 +645,18 @@ def _cinder_headers(cloud, person: str) -> dict:
     return {"X-Auth-Token": cloud.token(person), "Accept": "application/json", "OpenStack-API-Version": "volume 3.71"}
 
 
+#: Values every cinder world holds for each person, whatever the run.
+_CINDER_LITERALS = {
+    "absent": ABSENT,
+    "quota_class": "default",
+    "host": "truth-host",
+    "cluster": "truth",
+    "metadata_key": "k1",
+    "spec_key": "k1",
+    "encryption_spec": "cipher",
+}
+
+
 def cinder_worlds(cloud, endpoint, needs, count: int) -> list[World]:
     """*count* runs' cinder resources: types, qos specs, group types, attachments, transfers (through
     *endpoint*); volumes, snapshots, backups, groups and messages (written by cinder's own objects)."""
@@ -640,50 +665,40 @@ def cinder_worlds(cloud, endpoint, needs, count: int) -> list[World]:
         resp = endpoint.request("POST", "/v3" + path, _cinder_headers(cloud, person), body)
         return made(resp, path)
 
-    def volume_type(person: str) -> dict:
-        specs = {"k1": "v1", **_REPLICATED}
-        type_id = create("admin", "/types", {"volume_type": {"name": _unique(), "extra_specs": specs}})
-        type_id = type_id["volume_type"]["id"]
-        encryption = {"encryption": {"provider": "luks", "control_location": "front-end", "cipher": "aes"}}
-        return {
-            "id": type_id,
-            "encryption_id": create("admin", "/types/%s/encryption" % type_id, encryption)["encryption"][
-                "encryption_id"
-            ],
-        }
-
-    makers = {
-        "type": volume_type,
-        "qos": lambda person: create("admin", "/qos-specs", {"qos_specs": {"name": _unique(), "read_iops_sec": "100"}})[
-            "qos_specs"
-        ]["id"],
-        "group_type": lambda person: create(
-            "admin",
-            "/group_types",
-            {"group_type": {"name": _unique(), "group_specs": {"k1": "v1", **_GROUP_REPLICATED}}},
-        )["group_type"]["id"],
-    }
     worlds = [World() for _ in range(count)]
     for world in worlds:
-        _make_kinds(world, makers, needs)
+        _make_kinds(world, _cinder_makers(create), needs)
     _seed_cinder(cloud, worlds, needs)
     for world in worlds:
         for person in PEOPLE:
-            world.shared[person].update(
-                project=cloud.people[person].project_id,
-                absent=ABSENT,
-                quota_class="default",
-                host="truth-host",
-                cluster="truth",
-                metadata_key="k1",
-                spec_key="k1",
-                encryption_spec="cipher",
-            )
+            world.shared[person].update(_CINDER_LITERALS, project=cloud.people[person].project_id)
             for kind, make in (("attachment", _attachment), ("transfer", _transfer)):
                 volumes = world.pools[person].pop("volume-for-" + kind)
                 world.shared[person][kind] = make(create, person, volumes.pop())
                 world.pools[person][kind] = [make(create, person, v) for v in volumes]
     return worlds
+
+
+def _cinder_makers(create) -> dict:
+    """How each kind cinder's API makes is made, by kind: ``make(person) -> id``; *create* POSTs as a person."""
+
+    def volume_type(person: str) -> dict:
+        specs = {"k1": "v1", **_REPLICATED}
+        type_id = create("admin", "/types", {"volume_type": {"name": _unique(), "extra_specs": specs}})
+        type_id = type_id["volume_type"]["id"]
+        encryption = {"encryption": {"provider": "luks", "control_location": "front-end", "cipher": "aes"}}
+        made_encryption = create("admin", "/types/%s/encryption" % type_id, encryption)["encryption"]
+        return {"id": type_id, "encryption_id": made_encryption["encryption_id"]}
+
+    def qos(person: str) -> str:
+        body = {"qos_specs": {"name": _unique(), "read_iops_sec": "100"}}
+        return create("admin", "/qos-specs", body)["qos_specs"]["id"]
+
+    def group_type(person: str) -> str:
+        body = {"group_type": {"name": _unique(), "group_specs": {"k1": "v1", **_GROUP_REPLICATED}}}
+        return create("admin", "/group_types", body)["group_type"]["id"]
+
+    return {"type": volume_type, "qos": qos, "group_type": group_type}
 
 
 def _attachment(create, person: str, volume: str) -> str:

@@ -34,17 +34,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 import sqlite3
-import subprocess
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.openstack import REPO_ROOT, policy_operations
+from tests.support.openstack import policy_operations
 from tests.support.policy_calls import PEOPLE, Plan, lookup, placeholder_values, substitute
+from tests.support.policy_derived import derivation
 
 #: admin_cull's refusal in nova's and cinder's error shape (the recipe sets ``error_format = nova``).
 CULLED = {"itemNotFound": {"code": 404, "message": "The resource could not be found."}}
@@ -473,31 +472,17 @@ def _check_public(plan: Plan, cloud, endpoint, ops: list[Operation], truth: dict
 # --- the derived list ---------------------------------------------------------------------
 
 
-def derived_verdicts(venv: Path, service: str) -> dict[tuple[str, str], str] | None:
-    """The library's derivation of admin calls from *service*'s policy defaults, or None while it has none.
+def derived_verdicts(venv: Path, service: str) -> dict[tuple[str, str], str]:
+    """What the library derives from *service*'s policy: :func:`route_key` -> ``cull``, ``keep`` or ``undecided``.
 
-    Runs ``tenancy-mw-manage cull derive --namespace SERVICE --format json``
-    in the services' virtualenv (where the service's policy defaults are),
-    this checkout on ``PYTHONPATH``.  Its output: a JSON list of
-    ``{"method", "path", "verdict"}`` (``path`` as documented, with
-    `` (action)`` for an action; ``verdict`` ``cull``, ``keep`` or
-    ``undecided``), or an object ``{"METHOD path": verdict}``.  Returned as
-    ``{route_key: verdict}`` (:func:`route_key`).
+    Asked of ``tenancy-mw-manage cull derive --namespace SERVICE --format json``
+    with the service's Python (:func:`tests.support.policy_derived.derivation`).
     """
-    command = [str(venv / "bin" / "python"), "-m", "tenancy_mw.manage", "cull", "derive"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    env["PYTHONPATH"] = str(REPO_ROOT)
-    done = subprocess.run(
-        command + ["--namespace", service, "--format", "json"], capture_output=True, text=True, env=env, timeout=300
-    )
-    if done.returncode == 2 and "invalid choice: 'cull'" in done.stderr:
-        return None  # the command is not there yet
-    if done.returncode:
-        raise RuntimeError("%s failed:\n%s" % (" ".join(command), done.stderr[-3000:]))
-    found = json.loads(done.stdout)
-    if isinstance(found, dict):
-        found = [{"method": k.split(" ", 1)[0], "path": k.split(" ", 1)[1], "verdict": v} for k, v in found.items()]
-    return {route_key(item["method"], item["path"]): item["verdict"] for item in found}
+    decisions = derivation(venv, service)["decisions"]
+    return {
+        route_key(d["method"], d["path"] + (" (%s)" % d["action"] if d["action"] else "")): d["outcome"]
+        for d in decisions
+    }
 
 
 def derived_of(op: Operation, derived: dict[tuple[str, str], str]) -> str:
