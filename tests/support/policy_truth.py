@@ -41,6 +41,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tenancy_mw.paste_deploy.recipe import RECIPES
 from tests.support.openstack import policy_operations
 from tests.support.policy_calls import PEOPLE, Plan, lookup, placeholder_values, substitute
 from tests.support.policy_derived import derivation
@@ -476,11 +477,15 @@ def derived_verdicts(venv: Path, service: str) -> dict[tuple[str, str], str]:
     """What the library derives from *service*'s policy: :func:`route_key` -> ``cull``, ``keep`` or ``undecided``.
 
     Asked of ``tenancy-mw-manage cull derive --namespace SERVICE --format json``
-    with the service's Python (:func:`tests.support.policy_derived.derivation`).
+    with the service's Python (:func:`tests.support.policy_derived.derivation`),
+    declaring the members' calls the recipe declares (``policy_member_calls``):
+    what ``admin_cull`` derives on the public endpoint.  A declared call is ``keep``.
     """
-    decisions = derivation(venv, service)["decisions"]
+    decisions = derivation(venv, service, RECIPES[service].member_calls)["decisions"]
     return {
-        route_key(d["method"], d["path"] + (" (%s)" % d["action"] if d["action"] else "")): d["outcome"]
+        route_key(d["method"], d["path"] + (" (%s)" % d["action"] if d["action"] else "")): (
+            "keep" if d["declared"] and not d["culled"] else d["outcome"]
+        )
         for d in decisions
     }
 
