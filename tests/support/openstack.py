@@ -453,8 +453,10 @@ class Cloud:
             """\
             [DEFAULT]
             transport_url = fake://
-            # Nothing answers an RPC call here (no compute host): give up at once.
+            # Nothing answers an RPC call here (no compute host): give up at once, on the
+            # calls that wait long too (a host's enable, a live migration's checks).
             rpc_response_timeout = 1
+            long_rpc_timeout = 1
             use_stderr = true
             [api]
             auth_strategy = keystone
