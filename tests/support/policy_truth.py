@@ -481,7 +481,8 @@ def derived_verdicts(venv: Path, service: str) -> dict[tuple[str, str], str]:
     declaring the members' calls the recipe declares (``policy_member_calls``):
     what ``admin_cull`` derives on the public endpoint.  A declared call is ``keep``.
     """
-    decisions = derivation(venv, service, RECIPES[service].member_calls)["decisions"]
+    declared = [arg for call in RECIPES[service].member_calls for arg in ("--member-call", call)]
+    decisions = derivation(venv, service, *declared)["decisions"]
     return {
         route_key(d["method"], d["path"] + (" (%s)" % d["action"] if d["action"] else "")): (
             "keep" if d["declared"] and not d["culled"] else d["outcome"]
