@@ -27,6 +27,16 @@ from tests.support.openstack import OTHER_REGION, REGION, Cloud, apply_recipe
 SECRET = "tenancy-mw-openstack-tests-secret"
 
 
+def pytest_terminal_summary(terminalreporter):
+    """admin_cull's derived rules against nova's and cinder's own answers (test_policy_truth.py), when it ran."""
+    from tests.support.policy_truth import RESULTS
+
+    if RESULTS:
+        terminalreporter.section("admin_cull from policy, judged by the services")
+        for line in RESULTS:
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 def cloud(tmp_path_factory, openstack_venv):
     """Keystone with an admin and two member projects (alice in alpha, bob in beta)."""

@@ -48,6 +48,9 @@ from tests.support.policy_derived import derivation
 
 #: admin_cull's refusal in nova's and cinder's error shape (the recipe sets ``error_format = nova``).
 CULLED = {"itemNotFound": {"code": 404, "message": "The resource could not be found."}}
+#: The counts of each service's report, printed at the end of the test run (tests/openstack/conftest.py).
+RESULTS: list[str] = []
+
 ADMIN_ONLY, MEMBER, UNANSWERABLE = "admin-only", "member", "unanswerable"
 #: How nova and cinder word a refusal for want of a role: their policy's (``PolicyNotAuthorized``), and
 #: cinder's own checks of it (``NotAuthorized`` in a controller, ``AdminRequired`` in its database layer).
