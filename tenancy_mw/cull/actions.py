@@ -18,7 +18,13 @@ body otherwise than nova does:
 - keys folded (:func:`~tenancy_mw.cull.rules.fold_action_key`: NFKC, case
   folded, outer white space stripped), after JSON's escapes are decoded;
 - the body decoded as JSON in UTF-8 (with or without a BOM), UTF-16 or
-  UTF-32, whatever ``Content-Type`` says;
+  UTF-32, whatever ``Content-Type`` says; and also in the charset a
+  ``charset`` parameter of ``Content-Type`` names, if not UTF-8, as webob's
+  ``Request.json`` (pecan's ``request.json``) decodes it: a body whose
+  UTF-8 reading names a member's action may name an admin's in UTF-7
+  (``"+ACIALAAi-..."`` spells ``","``).  The keys of both readings are
+  judged; a body that is not one JSON object in its declared charset, or
+  a charset Python cannot decode text with, is refused;
 - a body that is not one JSON object (an array, a scalar, invalid JSON or
   UTF-8, nesting deeper than :data:`~tenancy_mw.core.bodies.MAX_DEPTH`) is
   refused (:class:`~tenancy_mw.cull.forms.UnreadableBody`, 400
@@ -38,7 +44,9 @@ Example::
 
 from __future__ import annotations
 
+import codecs
 import json
+import re
 from array import array
 from itertools import accumulate, repeat
 from operator import add, mul, sub
@@ -51,9 +59,11 @@ from tenancy_mw.cull.rules import fold_action_key
 __all__ = [
     "ACTION_BODY_LIMIT",
     "ACTION_KEYS_KEY",
+    "MAX_CHARSETS",
     "MAX_CONTAINERS",
     "UNREADABLE_BODY_CODE",
     "body_action_keys",
+    "declared_charsets",
     "json_object_keys",
 ]
 
@@ -71,6 +81,12 @@ UNREADABLE_BODY_CODE = "tenancy.unreadable-body"
 #: pipelines enforce before the filter anyway.  An action call's body is some
 #: dozens of bytes; the bound keeps the worst body's decoding to milliseconds.
 ACTION_BODY_LIMIT = 112 * 1024
+
+#: The most charsets other than UTF-8 a body's ``Content-Type`` may name: each is one more reading of the body.
+MAX_CHARSETS = 2
+
+# A charset parameter, found as webob's detect_charset() finds it.
+_CHARSET = re.compile(r";\s*charset=([^;]*)", re.IGNORECASE)
 
 #: The most arrays and objects (counted as ``[`` and ``{`` characters, in
 #: strings too) a body read for its action keys may hold: the decoder makes
@@ -92,7 +108,7 @@ def body_action_keys(environ: dict, limit: int = ACTION_BODY_LIMIT) -> frozenset
     if not has_body(environ) and not environ.get("HTTP_TRANSFER_ENCODING"):
         return frozenset()  # PEP 3333: no Content-Length and no terminated input is no body
     data = _read(environ, limit)
-    keys = json_object_keys(data) if data else frozenset()
+    keys = json_object_keys(data, declared_charsets(environ.get("CONTENT_TYPE") or "")) if data else frozenset()
     environ[ACTION_KEYS_KEY] = (environ["wsgi.input"], keys)
     return keys
 
@@ -111,13 +127,50 @@ def _read(environ: dict, limit: int) -> bytes:
         raise UnreadableBody(exc.status, UNREADABLE_BODY_CODE, exc.detail) from None
 
 
-def json_object_keys(data: bytes) -> frozenset[str]:
+def declared_charsets(content_type: str) -> list[str]:
+    """The charsets other than UTF-8 a ``Content-Type`` value names, as webob reads its ``charset`` parameter.
+
+    Every ``charset`` parameter counts (webob takes the first; another
+    reader may take the last), quotes and outer spaces dropped; UTF-8 by
+    any of its names is left out, being read anyway.  More than
+    :data:`MAX_CHARSETS` is :class:`~tenancy_mw.cull.forms.UnreadableBody` (400)::
+
+        >>> declared_charsets('application/json; charset="UTF-7"'), declared_charsets("application/json; charset=utf8")
+        (['UTF-7'], [])
+    """
+    if "charset" not in content_type.lower():
+        return []
+    found: list[str] = []
+    for match in _CHARSET.finditer(content_type):
+        charset = match.group(1).strip('"').strip()
+        if charset and not _is_utf8(charset) and charset not in found:
+            found.append(charset)
+    if len(found) > MAX_CHARSETS:
+        raise UnreadableBody(
+            400,
+            UNREADABLE_BODY_CODE,
+            "The request body cannot be checked for its action: its Content-Type names %d charsets (%s), "
+            "at most %d are read here." % (len(found), shorten(", ".join(found)), MAX_CHARSETS),
+        )
+    return found
+
+
+def _is_utf8(charset: str) -> bool:
+    try:
+        return codecs.lookup(charset).name == "utf-8"
+    except LookupError:
+        return False
+
+
+def json_object_keys(data: bytes, charsets: list[str] | tuple[str, ...] = ()) -> frozenset[str]:
     """The folded top-level keys of the JSON object *data*; else :class:`~tenancy_mw.cull.forms.UnreadableBody` (400).
 
     Decoded as Python's ``json.loads`` decodes bytes (UTF-8 with or without
     a BOM, UTF-16, UTF-32), control characters in strings allowed (a
-    lenient parser's reading).  A key given twice is still one of the
-    keys, whichever value a parser keeps::
+    lenient parser's reading), and also in each of *charsets* (the body's
+    declared ones, :func:`declared_charsets`): the keys of every reading
+    count.  A key given twice is still one of the keys, whichever value a
+    parser keeps::
 
         >>> sorted(json_object_keys(b'{"reboot": 1, "os-migrateLive": {}, "reboot": 2}'))
         ['os-migratelive', 'reboot']
@@ -131,6 +184,31 @@ def json_object_keys(data: bytes) -> frozenset[str]:
     # The usual body, ASCII: json.detect_encoding() would say UTF-8 (no NUL
     # in its first bytes, no BOM), and the ASCII codec reads it the same.
     text = data.decode("ascii") if data.isascii() and b"\0" not in data else _text(data)
+    keys = _text_keys(data, text)
+    for charset in charsets:
+        declared = _declared_text(data, charset)
+        try:
+            keys |= _text_keys(data, declared)
+        except UnreadableBody as exc:
+            raise UnreadableBody(
+                exc.status, exc.code, "%s (read in its declared charset %r)" % (exc.detail, charset)
+            ) from None
+    return keys
+
+
+def _declared_text(data: bytes, charset: str) -> str:
+    """*data* decoded in *charset*, as webob decodes a body; :class:`UnreadableBody` when it cannot be."""
+    try:
+        return data.decode(charset)
+    except LookupError:  # no such codec, or not a text one (base64)
+        raise _unreadable(data, "its declared charset %r is not one text can be decoded from" % charset) from None
+    except ValueError as exc:
+        why = "it is not text in its declared charset %r (%s)" % (charset, shorten(str(exc)))
+        raise _unreadable(data, why) from None
+
+
+def _text_keys(data: bytes, text: str) -> frozenset[str]:
+    """The folded top-level keys of the JSON object *text* (a reading of *data*); else :class:`UnreadableBody`."""
     containers = text.count("[") + text.count("{")
     if containers > MAX_CONTAINERS:
         raise _unreadable(

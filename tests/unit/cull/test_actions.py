@@ -693,3 +693,68 @@ def test_any_number_python_reads_is_read_however_long(number):
     data = b'{"evacuate": [' + number + b'], "reboot": 1}'
     assert json_object_keys(data) == {"evacuate", "reboot"}
     assert json_object_keys(b" \n" + data + b"\t") == {"evacuate", "reboot"}
+
+
+# A declared charset: webob's Request.json (pecan's request.json, and any
+# service reading req.json_body) decodes the body in the Content-Type's
+# charset, so a body that names a member's action in UTF-8 may name an
+# admin's in another charset.
+
+
+class WebobJsonService:
+    """A service reading its body as webob's ``Request.json`` does (in the declared charset); records its keys."""
+
+    def __init__(self) -> None:
+        self.keys: list[list[str]] = []
+
+    def __call__(self, environ, start_response):
+        import webob
+
+        self.keys.append(list(webob.Request(environ).json))
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"ok"]
+
+
+def _utf7_smuggled(key: str) -> bytes:
+    """A member's body in UTF-8 that, read as UTF-7, also names *key* (its quotes written as UTF-7 base64)."""
+    import base64
+
+    hidden = '","%s":{},"x":"' % key
+    return b'{"reboot":"+' + base64.b64encode(hidden.encode("utf-16-be")).rstrip(b"=") + b'-"}'
+
+
+def test_an_admin_key_hidden_in_a_declared_charset_is_culled():
+    data = _utf7_smuggled("os-migrateLive")
+    # What the service would do with it: the admin action.
+    service = WebobJsonService()
+    TestApp(service).post(ACTION_PATH, data, content_type="application/json; charset=utf-7")
+    assert "os-migrateLive" in service.keys[0]
+    service = WebobJsonService()
+    app = TestApp(AdminCull(service, {"rules": ADMIN_ACTIONS, "cull_status": "403"}))
+    for content_type in ("application/json; charset=utf-7", 'application/json;CHARSET="UTF-7"'):
+        response = app.post(ACTION_PATH, data, content_type=content_type, expect_errors=True)
+        assert response.status_int == 403, content_type
+        assert error_code(response) == "tenancy.admin-call"
+    assert service.keys == []
+
+
+@pytest.mark.parametrize("charset", ["utf-8", "UTF8", "iso-8859-1", "utf-7", "cp1252"])
+def test_a_member_body_in_a_declared_charset_reaches_the_service(charset):
+    service = WebobJsonService()
+    app = TestApp(AdminCull(service, {"rules": ADMIN_ACTIONS, "cull_status": "403"}))
+    content_type = "application/json; charset=" + charset
+    response = app.post(ACTION_PATH, b'{"reboot": {"type": "SOFT"}}', content_type=content_type)
+    assert response.status_int == 200
+    assert service.keys == [["reboot"]]
+
+
+@pytest.mark.parametrize("charset", ["no-such-charset", "base64", "utf-16"])
+def test_a_body_unreadable_in_its_declared_charset_is_refused(charset):
+    app, service = public()
+    response = app.post(
+        ACTION_PATH, b'{"reboot": {}}', content_type="application/json; charset=" + charset, expect_errors=True
+    )
+    assert response.status_int == 400
+    assert error_code(response) == "tenancy.unreadable-body"
+    assert repr(charset) in response.json["errors"][0]["detail"]
+    assert service.seen == []
