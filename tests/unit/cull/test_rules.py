@@ -416,3 +416,62 @@ def test_bad_action_key_lists_are_refused_naming_the_rule(text, fault):
 )
 def test_action_keys_fold_as_nfkc_casefold_and_strip(key, folded):
     assert fold_action_key(key) == folded
+
+
+# Segments of every kind a canonical path may hold, simple or not: lenient
+# spellings of literals (parameters, outer and Unicode spaces, backslashes,
+# fullwidth, dotless and dotted i, long s, Kelvin sign, combining marks,
+# trailing and double dots, double extensions), version-like ones in odd
+# spellings, and a fullwidth solidus.
+_ODD_SEGMENTS = _SIMPLE_SEGMENTS + [
+    "action;x",
+    "action ",
+    "\u00a0action",
+    "act\u0131on",
+    "ACT\u0130ON",
+    "\uff41ction",
+    "action\\move",
+    "v2;p",
+    " v1",
+    "\uff56\uff12",
+    "\u017fervers",
+    "servers\u3000",
+    "\u212a",
+    "re\u0301store",
+    "action..",
+    "action.v2.json",
+    "a\uff0fb",
+    "\u2211",
+]
+# Rule literals spelled as an operator might: capitals, dots, non-ASCII forms.
+_ODD_TOKENS = _TOKENS + ["Action", "\u017fervers", "\uff41ction", "restore", "\u0131", "K", "os-hosts.json"]
+
+
+@st.composite
+def _odd_patterns(draw) -> str:
+    tokens = draw(st.lists(st.sampled_from(_ODD_TOKENS), min_size=1, max_size=5))
+    if draw(st.booleans()):
+        tokens.insert(0, "{version}")
+    if not any(tokens):
+        tokens.append("*")
+    return "* /" + "/".join(tokens)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(_odd_patterns(), min_size=1, max_size=4),
+    st.lists(st.sampled_from(_ODD_SEGMENTS), min_size=1, max_size=7),
+    st.integers(0, 3),
+)
+def test_every_shortcut_agrees_with_the_general_matcher_on_odd_segments(patterns, segments, prefix):
+    # The view admin_cull builds (canonical=True) may be simple, plain or
+    # neither; whichever road a rule takes (tail checks, compiled program,
+    # table lookups and screens), it must come to the general matcher's answer.
+    rules = parse_rules(patterns + list(DEFAULT_RULES))
+    view = PathView(tuple(segments), VERSION, prefix, canonical=True)
+    general = _general(segments, prefix)
+    matching = {rule.source for rule in rules if rule.matches_path(general)}
+    assert {rule.source for rule in rules if rule.matches_path(view)} == matching, (segments, prefix)
+    table = RuleTable(rules)
+    found = table.simple_candidates(view) if view.simple else table.candidates([view], view.folded)
+    assert matching <= {rule.source for rule in found}, (segments, prefix)
