@@ -161,8 +161,8 @@ OPTS = [
         default=[],
         help="Extra admin calls to cull, one rule per line: METHODS /pattern, e.g. 'PUT,DELETE /os-services/**' "
         "or '* /os-hypervisors/**'. Methods: comma-separated, or *. Pattern tokens: literal, * (one segment), "
-        "** (any number), {version}, {tenant}. A rule may end with the JSON body's action keys, "
-        "'POST /servers/*/action (os-migrateLive,evacuate)': it culls only a body with one of those top-level keys. "
+        "** (any number), {version}, {tenant}. A rule may end with the JSON body's action keys in parentheses, "
+        "'(os-migrateLive,evacuate)': it then culls only a body with one of those top-level keys. "
         "See the admin_cull documentation for where patterns are tried.",
     ),
     cfg.BoolOpt(
@@ -206,7 +206,7 @@ OPTS = [
         min=1024,
         max=1024 * 1024,
         help="The largest body, in bytes, read for its action keys on the path of a rule that names them "
-        "(POST /servers/*/action (evacuate)); a larger one there is refused (413). The default is "
+        "(a rule ending in '(evacuate)'); a larger one there is refused (413). The default is "
         "oslo.middleware sizelimit's, which nova's and cinder's pipelines apply before the filter.",
     ),
     cfg.StrOpt(

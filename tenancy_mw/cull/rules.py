@@ -495,7 +495,7 @@ class RuleTable:
         #: version-like on a plain path (:meth:`PathView.version_at`).
         self.by_version = list(by_version.items())
         #: ``(literal, rules)`` by longest literal (the most specific: a path with
-        #: "servers" but no "diagnostics" skips GET /servers/*/diagnostics), and as a dict.
+        #: ``servers`` but no ``diagnostics`` skips ``GET /servers/*/diagnostics``), and as a dict.
         self.groups = _group_by_literal([r for r in rules if r.literals])
         self.by_literal = dict(self.groups)
         # Simple views: rules ending in fixed segments by segment, the others as above.
