@@ -322,6 +322,9 @@ class TagQuery(NamedTuple):
         tags: sa.Table | None = None,
         counts: Mapping[str, int] | None = None,
         candidates: int | None = None,
+        *,
+        marker: str | None = None,
+        limit: int | None = None,
     ) -> sa.ColumnElement:
         """A SQL condition, true for the resources that pass the query (needs the ``sql`` extra).
 
@@ -333,6 +336,10 @@ class TagQuery(NamedTuple):
             only shapes PostgreSQL's SQL, never the rows found.
         :param candidates: about how many rows the caller's query selects
             before this condition (``None`` for a tenant's own list).
+        :param marker: the page starts after this resource id (the page
+            ordered by *resource_id*, ascending); the condition then holds
+            only for the ids after it.
+        :param limit: the page's size, when known.
 
         :func:`tenancy_mw.tags.sql.tag_condition` of this query, where the
         parameters and the SQL are described: ``EXISTS`` and ``NOT EXISTS``
@@ -341,7 +348,7 @@ class TagQuery(NamedTuple):
         # Imported here: the query model itself needs no SQLAlchemy.
         from tenancy_mw.tags.sql import tag_condition
 
-        return tag_condition(self, resource_id, tags, counts, candidates)
+        return tag_condition(self, resource_id, tags, counts, candidates, marker=marker, limit=limit)
 
     def apply(
         self,
@@ -350,14 +357,17 @@ class TagQuery(NamedTuple):
         tags: sa.Table | None = None,
         counts: Mapping[str, int] | None = None,
         candidates: int | None = None,
+        *,
+        marker: str | None = None,
+        limit: int | None = None,
     ) -> sa.Select:
         """A new statement: *statement* with :meth:`where` added; *statement* itself is unchanged.
 
-        The empty query returns *statement* as it is.
+        The empty query without a *marker* returns *statement* as it is.
         """
-        if not self:
+        if not self and marker is None:
             return statement
-        return statement.where(self.where(resource_id, tags, counts, candidates))
+        return statement.where(self.where(resource_id, tags, counts, candidates, marker=marker, limit=limit))
 
     def tags_to_count(self) -> frozenset[str]:
         """The tags whose counts :meth:`where` reads: ``frozenset()`` when none matters.

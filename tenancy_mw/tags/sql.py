@@ -77,6 +77,7 @@ __all__ = [
     "TAG_LOCKS",
     "TagStatistics",
     "TagTables",
+    "check_page",
     "count_tags",
     "define_tables",
     "tag_condition",
@@ -170,6 +171,9 @@ def tag_condition(
     tags: sa.Table | None = None,
     counts: Mapping[str, int] | None = None,
     candidates: int | None = None,
+    *,
+    marker: str | None = None,
+    limit: int | None = None,
 ) -> sa.ColumnElement:
     """A SQL condition, true for the resources that pass *query*.
 
@@ -192,6 +196,13 @@ def tag_condition(
         row count or an estimate of it; a tenant's own list passes nothing.
         Below :data:`GROUPED_MIN_CANDIDATES`, or ``None``, the SQL does not
         depend on *counts*.
+    :param marker: the page starts after this resource id (OpenStack's
+        ``?marker=``, the last id of the previous page; the page is ordered
+        by *resource_id*, ascending).  The condition then holds only for ids
+        after it (``resource_id > marker`` is part of it), and every tag
+        subquery starts there too: the database reads the tag index from
+        the marker on rather than from the first id.
+    :param limit: the page's size (``LIMIT``), when the caller knows it.
 
     :meth:`tenancy_mw.tags.store.TagStore.where` passes PostgreSQL's own
     statistics as *counts* (:func:`tag_statistics`).  The SQL each part of
@@ -199,61 +210,95 @@ def tag_condition(
     """
     table = TAGS if tags is None else tags
     _check_candidates(candidates)
+    check_page(marker, limit)
     simple = query.simplified()
     if simple is None:
         return sa.false()
     all_of, any_of, none_of, not_all_of = simple
-    clauses: list[sa.ColumnElement] = [_has_tag(table, resource_id, tag) for tag in sorted(all_of)]
+    after = _Page(resource_id, marker)
+    clauses: list[sa.ColumnElement] = [] if marker is None else [resource_id > marker]
+    clauses += [_has_tag(table, after, tag) for tag in sorted(all_of)]
     if any_of:
         grouped = counts is not None and candidates is not None and candidates >= GROUPED_MIN_CANDIDATES
-        clauses.append(_any_condition(table, resource_id, all_of, any_of, counts if grouped else None))
-    clauses += [sa.not_(_has_tag(table, resource_id, tag)) for tag in sorted(none_of)]
+        clauses.append(_any_condition(table, after, all_of, any_of, counts if grouped else None))
+    clauses += [sa.not_(_has_tag(table, after, tag)) for tag in sorted(none_of)]
     if not_all_of:
-        clauses.append(_lacks_one_condition(table, resource_id, not_all_of))
+        clauses.append(_lacks_one_condition(table, after, not_all_of))
     if not clauses:
         return sa.true()
     return sa.and_(*clauses)
 
 
+class _Page(NamedTuple):
+    """The caller's resource id column, and the marker the page starts after (``None``: the first page)."""
+
+    resource_id: sa.ColumnElement
+    marker: str | None
+
+    def rows_of(self, alias: sa.FromClause) -> list[sa.ColumnElement]:
+        """The conditions tying *alias*'s rows to the caller's row, the marker's among them."""
+        found = [alias.c.resource_id == self.resource_id]
+        if self.marker is not None:
+            # Implied by the caller's row (it is after the marker), but the
+            # planner does not carry a range across the join: said here, it
+            # starts the tag index scan at the marker.
+            found.append(alias.c.resource_id > self.marker)
+        return found
+
+    def ids_after(self, alias: sa.FromClause) -> list[sa.ColumnElement]:
+        """The marker's condition on *alias*'s own ids (uncorrelated subqueries)."""
+        return [] if self.marker is None else [alias.c.resource_id > self.marker]
+
+
+def check_page(marker: object, limit: object) -> None:
+    """:class:`ValueError` unless *marker* is ``None`` or a resource id, and *limit* ``None`` or 1 or more."""
+    if marker is not None and not (isinstance(marker, str) and 1 <= len(marker) <= MAX_RESOURCE_ID_LENGTH):
+        raise ValueError(
+            "marker must be a resource id (a string of 1 to %d characters), not %r" % (MAX_RESOURCE_ID_LENGTH, marker)
+        )
+    if limit is not None and not (_is_count(limit) and int(limit) >= 1):  # type: ignore[call-overload]
+        raise ValueError("limit must be a number of rows (an int of 1 or more), not %r" % (limit,))
+
+
 def _any_condition(
     table: sa.Table,
-    resource_id: sa.ColumnElement,
+    page: _Page,
     all_of: frozenset,
     any_of: frozenset,
     counts: Mapping[str, int] | None,
 ) -> sa.ColumnElement:
     """``tags-any``, in each database's fastest form; *counts* ``None`` when the grouped form is out of the question."""
-    semi_join: sa.ColumnElement = _has_any(table, resource_id, any_of)
+    semi_join: sa.ColumnElement = _has_any(table, page, any_of)
     mysql_form = semi_join
     if all_of:
         # Beside a required tag MySQL/MariaDB materialise each tag's ids once.
-        mysql_form = sa.or_(*[_has_tag(table, resource_id, tag) for tag in sorted(any_of)])
+        mysql_form = sa.or_(*[_has_tag(table, page, tag) for tag in sorted(any_of)])
     postgresql_form = semi_join
     if counts is not None and _any_is_small(all_of, any_of, counts):
-        postgresql_form = _in_grouped(table, resource_id, any_of)
+        postgresql_form = _in_grouped(table, page, any_of)
     return _DialectVariant(semi_join, mysql=mysql_form, postgresql=postgresql_form)
 
 
-def _lacks_one_condition(table: sa.Table, resource_id: sa.ColumnElement, not_all_of: frozenset) -> sa.ColumnElement:
+def _lacks_one_condition(table: sa.Table, page: _Page, not_all_of: frozenset) -> sa.ColumnElement:
     """``not-tags-any`` (guideline): one ``NOT EXISTS`` per tag, a count below *n* on PostgreSQL from three tags."""
-    lacks_one: sa.ColumnElement = sa.or_(*[sa.not_(_has_tag(table, resource_id, tag)) for tag in sorted(not_all_of)])
+    lacks_one: sa.ColumnElement = sa.or_(*[sa.not_(_has_tag(table, page, tag)) for tag in sorted(not_all_of)])
     if len(not_all_of) > 2:
-        return _DialectVariant(_count(table, resource_id, not_all_of) < len(not_all_of), mysql=lacks_one)
+        return _DialectVariant(_count(table, page, not_all_of) < len(not_all_of), mysql=lacks_one)
     return lacks_one
 
 
-def _has_tag(table: sa.Table, resource_id: sa.ColumnElement, tag: str) -> sa.Exists:
+def _has_tag(table: sa.Table, page: _Page, tag: str) -> sa.Exists:
     """``EXISTS (the row (resource_id, tag))``."""
     alias = table.alias()
-    return sa.exists().where(alias.c.resource_id == resource_id, alias.c.tag == tag).correlate_except(alias)
+    return sa.exists().where(*page.rows_of(alias), alias.c.tag == tag).correlate_except(alias)
 
 
-def _has_any(table: sa.Table, resource_id: sa.ColumnElement, tags: Iterable[str]) -> sa.Exists:
+def _has_any(table: sa.Table, page: _Page, tags: Iterable[str]) -> sa.Exists:
     """``EXISTS (a row of resource_id with one of tags)``."""
     alias = table.alias()
     tags = sorted(tags)
     match = alias.c.tag == tags[0] if len(tags) == 1 else alias.c.tag.in_(tags)
-    return sa.exists().where(alias.c.resource_id == resource_id, match).correlate_except(alias)
+    return sa.exists().where(*page.rows_of(alias), match).correlate_except(alias)
 
 
 def _any_is_small(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int]) -> bool:
@@ -298,7 +343,7 @@ def _check_candidates(candidates: object) -> None:
         raise ValueError("candidates must be a number of rows (an int of 0 or more), not %r" % (candidates,))
 
 
-def _in_grouped(table: sa.Table, resource_id: sa.ColumnElement, tags: Iterable[str]) -> sa.ColumnElement:
+def _in_grouped(table: sa.Table, page: _Page, tags: Iterable[str]) -> sa.ColumnElement:
     """``resource_id IN (SELECT resource_id ... tag IN (tags) GROUP BY resource_id)``, NULL-safe.
 
     PostgreSQL's form of ``tags-any``.  Its planner turns the ``EXISTS``
@@ -312,17 +357,18 @@ def _in_grouped(table: sa.Table, resource_id: sa.ColumnElement, tags: Iterable[s
     match = alias.c.tag == tags[0] if len(tags) == 1 else alias.c.tag.in_(tags)
     # Neither side NULL: then IN is two-valued like EXISTS, also under NOT
     # (a tag table of the caller's own may allow a NULL resource_id).
-    ids = sa.select(alias.c.resource_id).where(match, alias.c.resource_id.is_not(None))
+    ids = sa.select(alias.c.resource_id).where(match, alias.c.resource_id.is_not(None), *page.ids_after(alias))
+    resource_id = page.resource_id
     return sa.and_(resource_id.is_not(None), resource_id.in_(ids.group_by(alias.c.resource_id)))
 
 
-def _count(table: sa.Table, resource_id: sa.ColumnElement, tags: Iterable[str]) -> sa.ScalarSelect:
+def _count(table: sa.Table, page: _Page, tags: Iterable[str]) -> sa.ScalarSelect:
     """``(SELECT count(*) of the rows of resource_id with one of tags)``."""
     alias = table.alias()
     return (
         sa.select(sa.func.count())
         .select_from(alias)
-        .where(alias.c.resource_id == resource_id, alias.c.tag.in_(sorted(tags)))
+        .where(*page.rows_of(alias), alias.c.tag.in_(sorted(tags)))
         .correlate_except(alias)
         .scalar_subquery()
     )

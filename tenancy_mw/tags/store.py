@@ -211,6 +211,9 @@ class TagStore:
         resource_id: sa.ColumnElement,
         candidates: int | None = None,
         connection: sa.Connection | None = None,
+        *,
+        marker: str | None = None,
+        limit: int | None = None,
     ) -> sa.ColumnElement:
         """The SQL condition of *query* on *resource_id*, over this store's tag table.
 
@@ -251,7 +254,7 @@ class TagStore:
         counts = None
         if candidates is not None and candidates >= GROUPED_MIN_CANDIDATES and self._postgresql:
             counts = self._estimated_counts(query, connection)
-        return query.where(resource_id, self.tags, counts, candidates)
+        return query.where(resource_id, self.tags, counts, candidates, marker=marker, limit=limit)
 
     def _estimated_counts(self, query: TagQuery, connection: sa.Connection | None) -> dict[str, int] | None:
         """The counts :meth:`where` passes on PostgreSQL, from its statistics; ``None`` when they cannot serve."""

@@ -56,15 +56,16 @@ def fill(engine, resources: dict[str, set[str]]) -> None:
             conn.execute(TABLES.tags.insert(), rows)
 
 
-def sql_result(engine, query: TagQuery, limit: int | None = None, counts=None) -> list[str]:
+def sql_result(engine, query: TagQuery, limit: int | None = None, counts=None, marker: str | None = None) -> list[str]:
     statement = sa.select(RESOURCES.c.id).order_by(RESOURCES.c.id)
     if limit is not None:
         statement = statement.limit(limit)
     # With counts, a page said to walk a large collection: the counts then
     # choose PostgreSQL's form of tags-any (TagQuery.where).
     candidates = None if counts is None else GROUPED_MIN_CANDIDATES
+    statement = query.apply(statement, RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker, limit=limit)
     with engine.connect() as conn:
-        return list(conn.execute(query.apply(statement, RESOURCES.c.id, TABLES.tags, counts, candidates)).scalars())
+        return list(conn.execute(statement).scalars())
 
 
 # Counts that make every tag rare: on PostgreSQL, tags-any takes its grouped
@@ -97,6 +98,46 @@ def test_sql_returns_exactly_what_matches_accepts(tag_engine, resources, query_l
         with tag_engine.connect() as conn:
             counted = count_tags(conn, query.tags_to_count(), TABLES.tags)
         assert sql_result(tag_engine, query, counts=counted) == expected, (query, counted)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    resources=resource_sets,
+    query=queries,
+    marker=st.sampled_from(["r%02d" % n for n in range(12)] + ["r", "r05x", "s"]),
+    limit=st.integers(1, 4),
+)
+def test_a_page_after_a_marker_is_the_next_rows_that_match(tag_engine, resources, query, marker, limit):
+    fill(tag_engine, resources)
+    matching = sorted(rid for rid, tags in resources.items() if query.matches(tags))
+    expected = [rid for rid in matching if rid > marker][:limit]
+    assert sql_result(tag_engine, query, limit=limit, marker=marker) == expected, (query, marker)
+    assert sql_result(tag_engine, query, limit=limit, marker=marker, counts=ALL_RARE) == expected, (query, marker)
+
+
+def test_walking_every_page_finds_every_match_once(tag_engine):
+    resources = {"r%02d" % n: ({"a"} if n % 3 else {"b"}) | ({"c"} if n % 2 else set()) for n in range(30)}
+    fill(tag_engine, resources)
+    query = parse_tag_query("tags-any=a,c&not-tags=x")
+    seen: list[str] = []
+    marker = None
+    while True:
+        page = sql_result(tag_engine, query, limit=4, marker=marker)
+        seen += page
+        if len(page) < 4:
+            break
+        marker = page[-1]
+    assert seen == sorted(rid for rid, tags in resources.items() if query.matches(tags))
+
+
+@pytest.mark.parametrize(
+    ("marker", "limit"),
+    [("", None), (None, 0), (None, -1), (None, 1.5), (None, True), (7, None), ("x" * 256, None)],
+    ids=["empty-marker", "zero-limit", "negative-limit", "float-limit", "bool-limit", "int-marker", "long-marker"],
+)
+def test_a_page_that_is_not_a_marker_and_a_limit_is_refused_naming_it(marker, limit):
+    with pytest.raises(ValueError, match="marker" if limit is None else "limit"):
+        parse_tag_query("tags=a").where(RESOURCES.c.id, marker=marker, limit=limit)
 
 
 def test_sql_never_duplicates_rows_so_limit_counts_resources(tag_engine):
