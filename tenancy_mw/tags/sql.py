@@ -72,6 +72,8 @@ __all__ = [
     "GROUPED_ANY_REQUIRED_MAX",
     "GROUPED_ANY_SMALL",
     "GROUPED_MIN_CANDIDATES",
+    "PROBED_ANY_ALONE_MAX",
+    "PROBED_ANY_REQUIRED_MAX",
     "TAGS",
     "TAG_COUNT_CAP",
     "TAG_LOCKS",
@@ -99,6 +101,18 @@ GROUPED_ANY_SMALL = 30_000
 GROUPED_ANY_BESIDE = 45_000
 #: See :data:`GROUPED_ANY_MAX`.
 GROUPED_ANY_REQUIRED_MAX = 200_000
+#: On PostgreSQL, given counts, ``tags-any`` beside a required tag on at most
+#: this many rows (and not grouped) is one ``EXISTS`` per tag under an
+#: ``OR``: the database drives from the rare required tag and probes each of
+#: its rows, where the semi-join it would plan instead may read the whole
+#: collection (``tags=tag0100&tags-any=tag0008,tag0012``: 164 ms against 63).
+PROBED_ANY_REQUIRED_MAX = 20_000
+#: On PostgreSQL, given counts, ``tags-any`` alone on more than
+#: :data:`GROUPED_ANY_SMALL` rows and at most this many is one ``EXISTS`` per
+#: tag under an ``OR``: PostgreSQL hashes each tag's ids once and scans the
+#: ids in order (``tags-any=tag0030,tag0040``, 44,000 rows: 17 ms against
+#: 38 ms for the semi-join and 26 ms grouped).
+PROBED_ANY_ALONE_MAX = 60_000
 #: Fewest rows the caller's query must select before the tag condition for
 #: the grouped form to be considered: the semi-join probes each candidate,
 #: which beats reading a whole tag set when candidates are few (a tenant's
@@ -245,6 +259,16 @@ class _Page(NamedTuple):
             found.append(alias.c.resource_id > self.marker)
         return found
 
+    def probed(self) -> _Page:
+        """This page for subqueries under an ``OR``: without the marker.
+
+        The planner runs those once per row (it cannot join them); with a
+        range it would rather read every tag row after the marker into a
+        hash (``not-tags-any`` of two common tags: 5 ms became 107 ms at a
+        million resources, ``bench/tags.py --pages``).
+        """
+        return _Page(self.resource_id, None)
+
     def ids_after(self, alias: sa.FromClause) -> list[sa.ColumnElement]:
         """The marker's condition on *alias*'s own ids (uncorrelated subqueries)."""
         return [] if self.marker is None else [alias.c.resource_id > self.marker]
@@ -272,15 +296,18 @@ def _any_condition(
     mysql_form = semi_join
     if all_of:
         # Beside a required tag MySQL/MariaDB materialise each tag's ids once.
-        mysql_form = sa.or_(*[_has_tag(table, page, tag) for tag in sorted(any_of)])
+        mysql_form = sa.or_(*[_has_tag(table, page.probed(), tag) for tag in sorted(any_of)])
     postgresql_form = semi_join
     if counts is not None and _any_is_small(all_of, any_of, counts):
         postgresql_form = _in_grouped(table, page, any_of)
+    elif counts is not None and _any_is_probed(all_of, any_of, counts):
+        postgresql_form = sa.or_(*[_has_tag(table, page.probed(), tag) for tag in sorted(any_of)])
     return _DialectVariant(semi_join, mysql=mysql_form, postgresql=postgresql_form)
 
 
 def _lacks_one_condition(table: sa.Table, page: _Page, not_all_of: frozenset) -> sa.ColumnElement:
     """``not-tags-any`` (guideline): one ``NOT EXISTS`` per tag, a count below *n* on PostgreSQL from three tags."""
+    page = page.probed()
     lacks_one: sa.ColumnElement = sa.or_(*[sa.not_(_has_tag(table, page, tag)) for tag in sorted(not_all_of)])
     if len(not_all_of) > 2:
         return _DialectVariant(_count(table, page, not_all_of) < len(not_all_of), mysql=lacks_one)
@@ -322,6 +349,18 @@ def _any_is_small(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int
     if rarest * 2 < total:
         return False
     return total <= GROUPED_ANY_BESIDE or total < rarest <= GROUPED_ANY_REQUIRED_MAX
+
+
+def _any_is_probed(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int]) -> bool:
+    """Whether PostgreSQL reads ``tags-any`` fastest as one ``EXISTS`` per tag under an ``OR`` (when not grouped).
+
+    Beside a rare required tag (at most :data:`PROBED_ANY_REQUIRED_MAX`
+    rows), which the database then drives from; alone, for a set of middling
+    size (at most :data:`PROBED_ANY_ALONE_MAX` rows together).
+    """
+    if all_of:
+        return min(_count_of(counts, tag) for tag in all_of) <= PROBED_ANY_REQUIRED_MAX
+    return sum(_count_of(counts, tag) for tag in any_of) <= PROBED_ANY_ALONE_MAX
 
 
 def _count_of(counts: Mapping[str, int], tag: str) -> int:

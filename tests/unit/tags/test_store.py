@@ -247,7 +247,14 @@ def _form(store, query_string, statistics):
     store._statistics = (statistics, float("inf"))  # as if just read from pg_stats
     servers = sa.table("servers", sa.column("id"))
     condition = store.where(parse_tag_query(query_string), servers.c.id, GROUPED_MIN_CANDIDATES)
-    return "grouped" if "GROUP BY" in str(condition.compile(dialect=postgresql.dialect())) else "semi-join"
+    return _form_of(str(condition.compile(dialect=postgresql.dialect())))
+
+
+def _form_of(sql_text: str) -> str:
+    """Which form of tags-any *sql_text* holds: grouped, semi-join (one EXISTS over IN) or per-tag (OR of EXISTS)."""
+    if "GROUP BY" in sql_text:
+        return "grouped"
+    return "semi-join" if " IN (" in sql_text else "per-tag"
 
 
 def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
@@ -259,11 +266,17 @@ def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
         fresh = TagStatistics(common, other=1_000, changed=0)
         # Two tags outside the common ones: each as many rows as the least common (7,000): small.
         assert _form(tag_store, "tags-any=x,y", fresh) == "grouped"
-        # Five of them: 35,000 rows, over GROUPED_ANY_SMALL alone.
-        assert _form(tag_store, "tags-any=v,w,x,y,z", fresh) == "semi-join"
-        # A required tag outside the common ones is rare: it drives the semi-join.
-        assert _form(tag_store, "tags=rare&tags-any=x,y", fresh) == "semi-join"
+        # Five of them: 35,000 rows, over GROUPED_ANY_SMALL alone: middling, one EXISTS per tag.
+        assert _form(tag_store, "tags-any=v,w,x,y,z", fresh) == "per-tag"
+        # A required tag outside the common ones is rare: the database drives
+        # from it and probes each tags-any tag per row.
+        assert _form(tag_store, "tags=rare&tags-any=x,y", fresh) == "per-tag"
+        assert _form(tag_store, "tags=least&tags-any=mid,big", fresh) == "per-tag"
         assert _form(tag_store, "tags=mid&tags-any=x,y", fresh) == "grouped"
+        assert _form(tag_store, "tags=big&tags-any=mid,least", fresh) == "semi-join"
+        # Alone, past PROBED_ANY_ALONE_MAX (67,000 rows here): the semi-join.
+        assert _form(tag_store, "tags-any=mid,least", fresh) == "semi-join"
+        assert _form(tag_store, "tags-any=big,mid", fresh) == "semi-join"
         # Statistics older than GROUPED_ANY_SMALL changed rows are not used at all.
         stale = fresh._replace(changed=GROUPED_ANY_SMALL + 1)
         assert _form(tag_store, "tags-any=x,y", stale) == "semi-join"
@@ -312,6 +325,66 @@ def test_a_failed_statistics_read_falls_back_to_the_semi_join(migrated_url, capl
         assert "Could not read PostgreSQL's statistics" in caplog.text
     finally:
         tag_store.close()
+
+
+def test_apply_pages_through_matches_on_every_backend(store):
+    for number in range(12):
+        store.replace_tags("s%02d" % number, ["red"] if number % 3 else ["blue", "web"])
+    servers = _servers(store, ["s%02d" % number for number in range(12)])
+    try:
+        query = parse_tag_query("tags-any=blue,red&not-tags=web")
+        page = sa.select(servers.c.id).order_by(servers.c.id).limit(3)
+        seen, marker = [], None
+        with store.engine.connect() as conn:
+            while True:
+                ids = conn.execute(store.apply(page, query, servers.c.id, marker=marker, limit=3, connection=conn))
+                found = ids.scalars().all()
+                seen += found
+                if len(found) < 3:
+                    break
+                marker = found[-1]
+        assert seen == ["s%02d" % number for number in range(12) if number % 3]
+    finally:
+        servers.drop(store.engine)
+
+
+def test_apply_asks_the_planner_and_a_wrong_hint_changes_nothing(store):
+    store.replace_tags("s1", ["red", "web"])
+    store.replace_tags("s2", ["blue"])
+    _analysed(store)
+    servers = _servers(store, ["s1", "s2", "s3"])
+    if store.engine.dialect.name == "postgresql":
+        with store.engine.connect() as conn:
+            conn.execute(sa.text("ANALYZE %s" % servers.name))
+            conn.commit()
+    try:
+        query = parse_tag_query("tags-any=red,blue")
+        page = sa.select(servers.c.id).where(servers.c.id != "s3").order_by(servers.c.id).limit(10)
+        with store.engine.connect() as conn:
+            truthful = store.apply(page, query, servers.c.id, candidates=None, connection=conn)
+            with _Statements(store.engine) as sent:
+                wrong = store.apply(page, query, servers.c.id, candidates=10**9, connection=conn)
+            assert conn.execute(wrong).scalars().all() == ["s1", "s2"]
+        texts = [str(statement.compile(store.engine)) for statement in (truthful, wrong)]
+        if store.engine.dialect.name == "postgresql":
+            # Three rows, whatever the caller says: the planner's estimate
+            # keeps the form for few candidates (no statistics read).
+            assert any(text.startswith("EXPLAIN (FORMAT JSON)") for text in sent)
+            assert not any("pg_stats" in text for text in sent)
+            assert store.planned_rows(page, servers.c.id, "s1") <= 3
+            assert _form_of(texts[1]) == _form_of(texts[0]) == "semi-join"
+        else:
+            # Elsewhere the SQL never depends on rows: nothing is asked.
+            assert sent == []
+            assert store.planned_rows(page) is None
+            assert texts[0] == texts[1]
+    finally:
+        servers.drop(store.engine)
+
+
+def test_apply_without_a_tag_query_or_marker_returns_the_statement_itself(store):
+    page = sa.select(sa.table("servers", sa.column("id")).c.id)
+    assert store.apply(page, parse_tag_query(""), page.selected_columns.id) is page
 
 
 @pytest.mark.parametrize("ttl", [-1, float("nan")])
