@@ -7,7 +7,9 @@ GET         ``/``                                 ``{"versions": [...]}``
 GET         ``/v2.1``, ``/v2.1/``                 ``{"version": {"id": "v2.1", ...}}``
 POST        ``/v2.1/{project_id}/servers``        ``201``, ``{"server": {...}}``,
                                                   ``Location`` header
-GET         ``/v2.1/{project_id}/servers``        ``{"servers": [...]}``
+GET         ``/v2.1/{project_id}/servers``        ``{"servers": [...]}``, a page
+                                                  (``limit``, ``marker``) and
+                                                  ``servers_links`` to the next
 GET         ``.../servers/detail``                the same list
 GET         ``/v2.1/{project_id}/servers/{id}``   ``{"server": {...}}``
 DELETE      ``/v2.1/{project_id}/servers/{id}``   ``204``
@@ -22,6 +24,16 @@ DELETE      ``tags[/{tag}]``                      :mod:`demo_compute.tags`)
 From microversion 2.26 a server shows its ``tags``, and the list takes
 ``tags``, ``tags-any``, ``not-tags`` and ``not-tags-any``
 (:mod:`demo_compute.tags`, parsed by the ``tag_query`` filter).
+
+The list is paged as nova pages it (:mod:`tenancy_mw.core.paging`): by
+server id, ascending; ``limit`` servers at most (capped at ``[demo_compute]
+max_limit``, 1000; without one, that many), those after the server
+``marker``, which must be one of the tenant's (else ``400``, "marker [ID]
+not found").  A full page links to the next in
+``"servers_links": [{"rel": "next", "href": ...}]``, the request's URL
+(its tag filters included) with ``marker`` set to the page's last id.  The
+tag filters' SQL condition is built for the page (its marker in every tag
+subquery).  A malformed ``limit`` or ``marker`` is ``400`` naming it.
 
 Requests under ``/v2.1`` are served at the microversion the client asks
 for (:mod:`demo_compute.microversions`: ``2.1`` to ``2.53``, nova's headers,
@@ -72,11 +84,12 @@ from webob import Request, Response
 from demo_compute import API_VERSION, cells_api, config, microversions
 from demo_compute.cells import DemoCells
 from demo_compute.router import MethodNotAllowed, NoRoute, Router
-from demo_compute.storage import InvalidName, ServerStore, validate_name
+from demo_compute.storage import InvalidName, MarkerNotFound, ServerStore, validate_name
 from demo_compute.tags import TAG_METHODS, BadCreateTags, NoTagQuery, ServerTags
 from tenancy_mw.cells.ids import parse_cells
 from tenancy_mw.core.bodies import BodyError, read_json_body
 from tenancy_mw.core.errors import render_error
+from tenancy_mw.core.paging import DEFAULT_MAX_LIMIT, InvalidPage, next_link, parse_page
 from tenancy_mw.core.paths import PathRefused, canonical_path, shorten
 from tenancy_mw.tenants.ids import DEFAULT_VERSION_PATTERN, InvalidTenantId, find_version, quote_tenant_id
 from tenancy_mw.tenants.path_filter import TENANT_ID_KEY
@@ -128,13 +141,20 @@ class DemoCompute:
     :param store: where the servers are kept.
     :param cells: the ``os-services``/``os-hypervisors`` API over the cell databases, if any.
     :param error_format: the shape of its JSON errors, ``"api-wg"`` or ``"nova"`` (:mod:`tenancy_mw.core.errors`).
+    :param max_limit: the most servers a page of the list holds.
     """
 
     def __init__(
-        self, store: ServerStore, cells: cells_api.CellsApi | None = None, error_format: str = "api-wg"
+        self,
+        store: ServerStore,
+        cells: cells_api.CellsApi | None = None,
+        error_format: str = "api-wg",
+        max_limit: int = DEFAULT_MAX_LIMIT,
     ) -> None:
         self.store = store
         self.error_format = error_format
+        #: The most servers of a page (nova's ``[api] max_limit``).
+        self.max_limit = max_limit
         #: os-services and os-hypervisors across the cells, when the demo has cells.
         self.cells_api = cells
         #: Tags on servers (microversion 2.26 and later): :mod:`demo_compute.tags`.
@@ -340,19 +360,39 @@ class DemoCompute:
         self.tags.add_to_views(req.environ, [view])
         return _json_response({"server": view}, 201, {"Location": view["links"][0]["href"]})
 
-    def _server_list(self, req: Request, tenant_id: str, base: str) -> Response:
+    def _server_list(self, req: Request, tenant_id: str, base: str, detail: bool = False) -> Response:
+        try:
+            page = parse_page(req.query_string, self.max_limit)
+        except InvalidPage as exc:
+            raise _Fail(400, "demo.invalid-page." + exc.rule, exc.detail) from None
         try:
             tag_query = self.tags.list_query(req.environ)
         except NoTagQuery as exc:
             raise _Fail(400, "demo.no-tag-query", exc.detail) from None
-        where = None if tag_query is None else self.tags.condition(tag_query, self.store.servers.c.id)
-        views = [self._view(server, base) for server in self.store.list_servers(tenant_id, where)]
+        where = None
+        # limit=0 reads no server (list_servers only checks the marker): no condition to build.
+        if tag_query is not None and page.limit:
+            where = self.tags.condition(tag_query, self.store.servers.c.id, marker=page.marker, limit=page.limit)
+        try:
+            servers = self.store.list_servers(tenant_id, where, marker=page.marker, limit=page.limit)
+        except MarkerNotFound as exc:
+            raise _Fail(400, "demo.marker-not-found", exc.detail) from None
+        views = [self._view(server, base) for server in servers]
         self.tags.add_to_views(req.environ, views)
-        return _json_response({"servers": views})
+        document: dict = {"servers": views}
+        url = "%s/servers%s" % (base, "/detail" if detail else "")
+        if req.query_string:
+            url += "?" + req.query_string
+        link = next_link(url, [view["id"] for view in views], page)
+        if link is not None:
+            # nova's key, only when there is a next page.
+            document["servers_links"] = [link]
+        return _json_response(document)
 
-    # A demo server has no more fields than the list shows, so the detailed
-    # list (what openstacksdk and novaclient ask for by default) is the same.
-    _server_list_detail = _server_list
+    def _server_list_detail(self, req: Request, tenant_id: str, base: str) -> Response:
+        # A demo server has no more fields than the list shows, so the detailed
+        # list (what openstacksdk and novaclient ask for by default) is the same.
+        return self._server_list(req, tenant_id, base, detail=True)
 
     def _server_show(self, req: Request, tenant_id: str, base: str, server_id: str) -> Response:
         server = self.store.get_server(tenant_id, server_id)
@@ -465,7 +505,9 @@ def app_factory(global_conf: dict, **local_conf: str) -> DemoCompute:
         )
         demo_cells.prepare()
         cells = cells_api.CellsApi(demo_cells)
-    return DemoCompute(ServerStore(url), cells, settings.demo_compute.error_format)
+    return DemoCompute(
+        ServerStore(url), cells, settings.demo_compute.error_format, max_limit=settings.demo_compute.max_limit
+    )
 
 
 def close_pipeline(app) -> None:

@@ -41,6 +41,7 @@ from oslo_config import cfg
 from tenancy_mw import migrations
 from tenancy_mw.cells.filter import IdResolver
 from tenancy_mw.core.errors import ERROR_FORMATS
+from tenancy_mw.core.paging import DEFAULT_MAX_LIMIT
 from tenancy_mw.idempotency import Idempotency
 from tenancy_mw.tenants.admin_filter import TenantAdmin
 
@@ -67,6 +68,13 @@ OPTS = [
         help="Shape of the app's JSON errors (its tag API's too): api-wg, or nova's fault body, the only one "
         "python-novaclient and its nova command line can read. Set the same error_format in every filter's "
         "group, so the filters' errors have the app's shape.",
+    ),
+    cfg.IntOpt(
+        "max_limit",
+        default=DEFAULT_MAX_LIMIT,
+        min=1,
+        help="The most servers a page of the server list holds (nova's [api] max_limit): a larger limit is "
+        "capped at it, a list without one is paged at it.",
     ),
 ]
 

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable
 
 from demo_compute import API_VERSION, microversions
 from tenancy_mw import openapi
+from tenancy_mw.core.paging import MAX_LIMIT_VALUE, MAX_MARKER_LENGTH
 
 __all__ = [
     "DOCUMENT_PATH",
@@ -238,7 +239,22 @@ def _schemas(error_format: str) -> dict:
         "ServerList": {
             "type": "object",
             "required": ["servers"],
-            "properties": {"servers": {"type": "array", "items": server}},
+            "properties": {
+                "servers": {"type": "array", "items": server},
+                # nova's: only when the page is full, the one link to the next page.
+                "servers_links": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["rel", "href"],
+                        "properties": {"rel": {"const": "next"}, "href": string},
+                        "additionalProperties": False,
+                    },
+                },
+            },
+            "additionalProperties": False,
         },
         "ServerCreate": {
             "type": "object",
@@ -448,6 +464,24 @@ def _servers_paths() -> dict:
             ("not-tags-any", "Servers without all of them."),
         )
     ]
+    paging = [
+        {
+            "name": "limit",
+            "in": "query",
+            "required": False,
+            "description": "The most servers of the page (digits; above the demo's max_limit, 1000, capped at it;"
+            " none: that many; 0: an empty page).",
+            "schema": {"type": "integer", "minimum": 0, "maximum": MAX_LIMIT_VALUE},
+        },
+        {
+            "name": "marker",
+            "in": "query",
+            "required": False,
+            "description": "The servers after this one (the last id of the previous page; servers are ordered by"
+            " id). Not one of the tenant's servers: 400.",
+            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_MARKER_LENGTH},
+        },
+    ]
     servers = _TENANT + "/servers"
     moved = ("301",)
     tag_body = {"required": True, "content": {_JSON: {"schema": _ref("schemas", "Tags")}}}
@@ -456,9 +490,9 @@ def _servers_paths() -> dict:
         return _operation(
             operation_id,
             summary,
-            {"200": _versioned("ServerList", "The servers.")},
+            {"200": _versioned("ServerList", "A page of the servers, by id; servers_links to the next page.")},
             *_UNDER_TENANT,
-            parameters=tag_filters,
+            parameters=tag_filters + paging,
         )
 
     return {

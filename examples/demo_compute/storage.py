@@ -7,6 +7,10 @@ database is chosen by a SQLAlchemy URL::
     server = store.create_server("Bob's Tenant", "web1")
     store.list_servers("Bob's Tenant")        # [server]
     store.list_servers("bob's tenant")        # []: tenant ids are case-sensitive
+    store.list_servers("Bob's Tenant", marker=server["id"], limit=10)   # the page after it: []
+
+A list is ordered by server id, ascending, as nova pages its servers (by
+``marker``, the id of the last server of the previous page).
 
 Every query is filtered by tenant id: a server is found, listed or deleted
 only under the tenant that created it.
@@ -49,6 +53,7 @@ from tenancy_mw.tenants.ids import MAX_TENANT_ID_LENGTH, validate_tenant_id
 __all__ = [
     "MAX_NAME_LENGTH",
     "InvalidName",
+    "MarkerNotFound",
     "ServerStore",
     "validate_name",
 ]
@@ -78,6 +83,22 @@ class InvalidName(ValueError):
         self.value = value
 
 
+class MarkerNotFound(LookupError):
+    """A page's marker that is none of the tenant's servers (nova: ``400``, "marker [ID] not found").
+
+    :ivar detail: a sentence for the client, naming the marker.
+    :ivar marker: the marker, as received.
+    """
+
+    def __init__(self, marker: str) -> None:
+        self.detail = (
+            "marker [%s] not found: the marker must be the id of one of this tenant's servers, the last of the"
+            " previous page." % shorten(marker)
+        )
+        super().__init__(self.detail)
+        self.marker = marker
+
+
 def validate_name(name: object) -> str:
     """Return *name* if it is a valid server name, else raise :class:`InvalidName`.
 
@@ -102,6 +123,11 @@ def validate_name(name: object) -> str:
     except UnicodeEncodeError:
         raise InvalidName("Server name %r is not valid Unicode (a lone surrogate)." % shorten(name), name) from None
     return name
+
+
+def _is_server_id(server_id: object) -> bool:
+    """Whether *server_id* has the form of the ids this store hands out (others are no server's)."""
+    return isinstance(server_id, str) and _SERVER_ID.fullmatch(server_id) is not None
 
 
 def _utcnow() -> datetime:
@@ -224,15 +250,37 @@ class ServerStore:
             conn.execute(self.servers.insert().values(**row))
         return self._as_server(row)
 
-    def list_servers(self, tenant_id: str, where: sa.ColumnElement | None = None) -> list[dict]:
-        """The servers of *tenant_id*, oldest first; only those meeting the SQL condition *where*, if given."""
+    def list_servers(
+        self,
+        tenant_id: str,
+        where: sa.ColumnElement | None = None,
+        *,
+        marker: str | None = None,
+        limit: int | None = None,
+    ) -> list[dict]:
+        """The servers of *tenant_id*, by id ascending; only those meeting the SQL condition *where*, if given.
+
+        A page of them with *marker* (only the servers after that id, which
+        must be one of the tenant's servers, else :class:`MarkerNotFound`)
+        and *limit* (at most that many; ``0``: none, and no query but the
+        marker's).
+        """
         validate_tenant_id(tenant_id)
         table = self.servers
         query = sa.select(table).where(table.c.tenant_id == tenant_id, self.visible)
-        query = query.order_by(table.c.created, table.c.id)
+        if marker is not None:
+            query = query.where(table.c.id > marker)
         if where is not None:
             query = query.where(where)
+        query = query.order_by(table.c.id)
+        if limit is not None:
+            query = query.limit(limit)
         with self.engine.connect() as conn:
+            # An unknown marker is refused whatever the limit, as a client would expect.
+            if marker is not None and self._find(conn, tenant_id, marker) is None:
+                raise MarkerNotFound(marker)
+            if limit == 0:
+                return []
             rows = conn.execute(query).mappings().all()
         # The database compares exactly (see the module documentation); this
         # second, Python-side check costs nothing and keeps that promise even
@@ -247,12 +295,18 @@ class ServerStore:
         another tenant is ``None``, exactly as an unknown one.
         """
         validate_tenant_id(tenant_id)
-        if not isinstance(server_id, str) or not _SERVER_ID.fullmatch(server_id):
+        if not _is_server_id(server_id):
+            return None
+        with self.engine.connect() as conn:
+            return self._find(conn, tenant_id, server_id)
+
+    def _find(self, conn: sa.Connection, tenant_id: str, server_id: str) -> dict | None:
+        """:meth:`get_server` on *conn*."""
+        if not _is_server_id(server_id):
             return None
         table = self.servers
         query = sa.select(table).where(table.c.tenant_id == tenant_id, table.c.id == server_id, self.visible)
-        with self.engine.connect() as conn:
-            row = conn.execute(query).mappings().first()
+        row = conn.execute(query).mappings().first()
         if row is None or row["tenant_id"] != tenant_id:
             return None
         return self._as_server(row)
@@ -260,7 +314,7 @@ class ServerStore:
     def delete_server(self, tenant_id: str, server_id: str) -> bool:
         """Delete the server *server_id* of *tenant_id*; ``False`` if it has no such server."""
         validate_tenant_id(tenant_id)
-        if not isinstance(server_id, str) or not _SERVER_ID.fullmatch(server_id):
+        if not _is_server_id(server_id):
             return False
         table = self.servers
         statement = table.delete().where(table.c.tenant_id == tenant_id, table.c.id == server_id, self.visible)

@@ -12,7 +12,8 @@
 - ``GET /servers`` honours ``tags``, ``tags-any``, ``not-tags`` and
   ``not-tags-any``: the ``tag_query`` filter of ``api-paste.ini`` parses them
   into ``environ['tenancy.tag_query']`` and the list query gets its SQL
-  condition (``EXISTS`` / ``NOT EXISTS``, so a page counts servers).
+  condition (``EXISTS`` / ``NOT EXISTS``, so a page counts servers), built
+  for the page asked (``marker`` and ``limit``: :mod:`demo_compute.app`).
 
 Below 2.26 the tag URLs are ``404`` and valid tag parameters are ignored, as
 in nova (a client that does not ask for 2.26 does not know of tags); a
@@ -136,9 +137,13 @@ class ServerTags:
             return None
         return query if query else None
 
-    def condition(self, query: TagQuery, id_column):
-        """The SQL condition of *query* on the servers' id column: a tenant's own list, so no candidates."""
-        return self.store.where(query, id_column)
+    def condition(self, query: TagQuery, id_column, *, marker: str | None = None, limit: int | None = None):
+        """The SQL condition of *query* on the servers' id column: a tenant's own list, so no candidates.
+
+        For the page after *marker* (ids ascending) of at most *limit* servers: the
+        marker goes into every tag subquery, so each reads its tag's index from there.
+        """
+        return self.store.where(query, id_column, marker=marker, limit=limit)
 
     def add_to_views(self, environ: dict, views: list[dict]) -> None:
         """Put ``tags`` in each server view, from 2.26 (one query for all of them)."""

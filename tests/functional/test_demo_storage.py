@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 import sqlalchemy as sa
-from demo_compute.storage import InvalidName, ServerStore
+from demo_compute.storage import InvalidName, MarkerNotFound, ServerStore
 
 from tenancy_mw.tenants.ids import InvalidTenantId
 from tests.functional.conftest import empty_servers_table, sqlite_url
@@ -38,6 +38,39 @@ def test_create_list_show_delete(store):
 def test_list_holds_every_server_of_the_tenant(store):
     made = [store.create_server("acme", "web%d" % i) for i in range(5)]
     assert sorted(s["id"] for s in store.list_servers("acme")) == sorted(s["id"] for s in made)
+
+
+def test_the_list_is_by_id_and_pages_after_the_marker(store):
+    made = [store.create_server("acme", "web%d" % i) for i in range(7)]
+    theirs = store.create_server("other", "x")
+    ids = sorted(s["id"] for s in made)
+    assert [s["id"] for s in store.list_servers("acme")] == ids
+    # Page after page, each after the last id of the one before: every server once.
+    pages, marker = [], None
+    while True:
+        page = [s["id"] for s in store.list_servers("acme", marker=marker, limit=3)]
+        pages.append(page)
+        if len(page) < 3:
+            break
+        marker = page[-1]
+    assert pages == [ids[0:3], ids[3:6], ids[6:]]
+    assert store.list_servers("acme", marker=ids[-1]) == []
+    assert store.list_servers("acme", limit=0) == []
+    # With the caller's condition too: the page is of the servers meeting it.
+    not_web3 = store.servers.c.name != "web3"
+    kept = [s["id"] for s in made if s["name"] != "web3"]
+    listed = [s["id"] for s in store.list_servers("acme", not_web3, marker=ids[1], limit=10)]
+    assert listed == sorted(i for i in kept if i > ids[1])
+    # A marker must be one of the tenant's servers, whatever the limit.
+    for marker in (theirs["id"], str(uuid.uuid4()), ids[0].upper(), ids[0] + " ", "not-an-id"):
+        for limit in (None, 0, 2):
+            with pytest.raises(MarkerNotFound) as refused:
+                store.list_servers("acme", marker=marker, limit=limit)
+            assert "marker [%s] not found" % marker in refused.value.detail
+    # A deleted server is no marker any more (nova's, too).
+    assert store.delete_server("acme", ids[2])
+    with pytest.raises(MarkerNotFound):
+        store.list_servers("acme", marker=ids[2])
 
 
 def test_a_tenant_never_sees_nor_deletes_another_tenants_server(store):
