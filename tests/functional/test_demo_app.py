@@ -143,15 +143,21 @@ def test_api_paste_ini_holds_only_wiring():
 
 
 def test_the_settings_file_is_read_and_the_environment_wins(monkeypatch):
-    for name in ("OS_DEMO_COMPUTE__DATABASE_URL", "OS_ID_RESOLVER__CELLS"):
+    for name in ("OS_DEMO_COMPUTE__DATABASE_URL", "OS_ID_RESOLVER__CELLS", "OS_DEMO_COMPUTE__MAX_LIMIT"):
         monkeypatch.delenv(name, raising=False)
     settings = config.load({"oslo_config_file": os.path.join(EXAMPLES_DIR, "tenancy_mw_demo.conf")})
     assert settings.demo_compute.database_url == "sqlite:///state/demo.sqlite"
+    assert settings.demo_compute.max_limit == 1000
     assert settings.id_resolver.cells.startswith("cell1=sqlite:///state/cell1.sqlite")
     assert settings.tenant_admin.connection == "sqlite:///state/tenants.sqlite"
     assert settings.idempotency.backend == "sql"
     monkeypatch.setenv("OS_DEMO_COMPUTE__DATABASE_URL", "postgresql+psycopg2://root@127.0.0.1:5432/demo")
     assert config.load().demo_compute.database_url == "postgresql+psycopg2://root@127.0.0.1:5432/demo"
+    monkeypatch.setenv("OS_DEMO_COMPUTE__MAX_LIMIT", "25")
+    assert config.load().demo_compute.max_limit == 25
+    monkeypatch.setenv("OS_DEMO_COMPUTE__MAX_LIMIT", "0")  # a page of nothing is no bound
+    with pytest.raises(ValueError, match="max_limit"):
+        config.load().demo_compute.max_limit  # noqa: B018
 
 
 def test_relative_sqlite_paths_are_relative_to_the_working_folder(tmp_path, monkeypatch):
@@ -193,6 +199,11 @@ def test_the_app_answers_the_same_whether_tenant_path_strips_the_tenant_or_not(s
     assert server["links"] == [{"rel": "self", "href": link}]
     assert created.headers["Location"] == link
     assert client.get("/v2.1/Bob's%20Tenant/servers").json["servers"] == [server]
+    # The next link is the client's URL too, tenant segment and all.
+    paged = client.get("/v2.1/Bob's%20Tenant/servers/detail?limit=1").json
+    assert paged["servers_links"] == [
+        {"rel": "next", "href": link.rsplit("/", 1)[0] + "/detail?limit=1&marker=" + server["id"]}
+    ]
     assert client.get("/v2.1/Bob's%20Tenant/servers/" + server["id"]).json["server"] == server
     client.get("/v2.1/acme/servers/" + server["id"], status=404)
     client.delete("/v2.1/Bob's%20Tenant/servers/" + server["id"], status=204)
@@ -205,6 +216,9 @@ def test_links_keep_the_mount_point(sqlite_store):
         "/v2.1/acme/servers", {"server": {"name": "web1"}}, extra_environ={"SCRIPT_NAME": "/compute"}, status=201
     )
     assert created.headers["Location"].startswith("http://localhost/compute/v2.1/acme/servers/")
+    paged = client.get("/v2.1/acme/servers?limit=1", extra_environ={"SCRIPT_NAME": "/compute"}).json
+    (link,) = paged["servers_links"]
+    assert link["href"] == "http://localhost/compute/v2.1/acme/servers?limit=1&marker=" + created.json["server"]["id"]
     versions = client.get("/", extra_environ={"SCRIPT_NAME": "/compute"}).json
     assert versions["versions"][0]["links"][0]["href"] == "http://localhost/compute/v2.1/"
 

@@ -229,7 +229,8 @@ def _seed(servers) -> dict:
         },
         # Replacing a server's tags: the other server's (the reads find web on the first).
         "path_by_operation": {"PUT /v2.1/{tenant_id}/servers/{resource_id}/tags": {"resource_id": server_ids[1:]}},
-        "query": {"dest": [TENANT_ADMIN]},
+        # A page after a real server (an unknown marker is a 400), and a move's destination.
+        "query": {"dest": [TENANT_ADMIN], "marker": server_ids},
         "header": {
             "OpenStack-API-Version": ["compute 2.53", "compute 2.26", "compute 2.1"],
             "X-OpenStack-Nova-API-Version": ["2.53", "2.26"],
