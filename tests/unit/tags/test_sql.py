@@ -14,11 +14,13 @@ from tenancy_mw.tags import model
 from tenancy_mw.tags import sql as tags_sql
 from tenancy_mw.tags.model import TagQuery, parse_tag_query
 from tenancy_mw.tags.sql import (
+    DRIVEN_REQUIRED_MAX,
     GROUPED_ANY_BESIDE,
     GROUPED_ANY_MAX,
     GROUPED_ANY_REQUIRED_MAX,
     GROUPED_ANY_SMALL,
     GROUPED_MIN_CANDIDATES,
+    PROBED_ANY_ALONE_MAX,
     TAG_COUNT_CAP,
     TagStatistics,
     count_tags,
@@ -200,14 +202,27 @@ def _pg_sql(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> str
 
 
 def _grouped(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> bool:
-    return "GROUP BY" in _pg_sql(query_string, counts, candidates)
+    return _pg_form(query_string, counts, candidates) == "grouped"
+
+
+def _pg_form(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> str:
+    """PostgreSQL's form of the query's positive part: driven, grouped, per-tag or semi-join."""
+    text = _pg_sql(query_string, counts, candidates)
+    if "GROUP BY" in text:
+        inner = text[text.index("IN (SELECT") : text.index("GROUP BY")]
+        return "driven" if "EXISTS" in inner else "grouped"
+    return "per-tag" if " OR " in text else "semi-join"
 
 
 def test_postgresql_sorts_tags_any_whole_only_when_the_counts_say_it_is_small():
     small = GROUPED_ANY_SMALL // 2
-    # Alone: grouped up to GROUPED_ANY_SMALL rows together, a semi-join beyond.
+    # Alone: grouped up to GROUPED_ANY_SMALL rows together, one EXISTS per
+    # tag up to PROBED_ANY_ALONE_MAX, a semi-join beyond.
     assert _grouped("tags-any=x,y", {"x": small, "y": small})
-    assert not _grouped("tags-any=x,y", {"x": small, "y": small + 1})
+    assert _pg_form("tags-any=x,y", {"x": small, "y": small + 1}) == "per-tag"
+    middling = PROBED_ANY_ALONE_MAX // 2
+    assert _pg_form("tags-any=x,y", {"x": middling, "y": middling}) == "per-tag"
+    assert _pg_form("tags-any=x,y", {"x": middling, "y": middling + 1}) == "semi-join"
     # Beside required tags on at least half as many rows: up to GROUPED_ANY_BESIDE ...
     beside = GROUPED_ANY_BESIDE // 2
     assert _grouped("tags=r&tags-any=x,y", {"r": TAG_COUNT_CAP, "x": beside, "y": beside})
@@ -218,9 +233,12 @@ def test_postgresql_sorts_tags_any_whole_only_when_the_counts_say_it_is_small():
     assert not _grouped("tags=r&tags-any=x,y", {"r": GROUPED_ANY_MAX - 1, "x": half, "y": half})
     assert not _grouped("tags=r&tags-any=x,y", {"r": required + 1, "x": half, "y": half})
     assert not _grouped("tags=r&tags-any=x,y", {"r": TAG_COUNT_CAP, "x": half, "y": half + 1})
-    # A rare required tag drives the semi-join better whatever the set.
-    assert not _grouped("tags=r&tags-any=x,y", {"r": 770, "x": 10_000, "y": 10_000})
-    assert not _grouped("tags=r,s&tags-any=x,y", {"r": TAG_COUNT_CAP, "s": 999, "x": 1_000, "y": 1_000})
+    # Beside a required tag on at most DRIVEN_REQUIRED_MAX rows, whatever the
+    # set: one subquery of the tag table finds the ids from the smaller set.
+    assert _pg_form("tags=r&tags-any=x,y", {"r": 770, "x": 10_000, "y": 10_000}) == "driven"
+    assert _pg_form("tags=r,s&tags-any=x,y", {"r": TAG_COUNT_CAP, "s": 999, "x": 1_000, "y": 1_000}) == "driven"
+    assert _pg_form("tags=r&tags-any=x,y", {"r": DRIVEN_REQUIRED_MAX, "x": 10**6, "y": 10**6}) == "driven"
+    assert _pg_form("tags=r&tags-any=x,y", {"r": DRIVEN_REQUIRED_MAX + 1, "x": 10**6, "y": 10**6}) == "semi-join"
     # No counts, or a tag without one: common, the semi-join.
     assert not _grouped("tags-any=x,y", None)
     assert not _grouped("tags-any=x,y", {"x": 1})

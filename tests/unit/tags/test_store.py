@@ -251,9 +251,10 @@ def _form(store, query_string, statistics):
 
 
 def _form_of(sql_text: str) -> str:
-    """Which form of tags-any *sql_text* holds: grouped, semi-join (one EXISTS over IN) or per-tag (OR of EXISTS)."""
+    """Which form of tags-any *sql_text* holds: driven, grouped, semi-join (one EXISTS over IN) or per-tag (OR)."""
     if "GROUP BY" in sql_text:
-        return "grouped"
+        inner = sql_text[sql_text.index("IN (SELECT") : sql_text.index("GROUP BY")]
+        return "driven" if "EXISTS" in inner else "grouped"
     return "semi-join" if " IN (" in sql_text else "per-tag"
 
 
@@ -262,17 +263,18 @@ def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
         return  # only PostgreSQL's SQL depends on them (test_only_postgresql_sql_depends_on_the_counts)
     tag_store = TagStore(migrated_url)
     try:
-        common = {"big": 500_000, "mid": 60_000, "least": 7_000}
+        common = {"big": 500_000, "large": 150_000, "mid": 60_000, "least": 7_000}
         fresh = TagStatistics(common, other=1_000, changed=0)
         # Two tags outside the common ones: each as many rows as the least common (7,000): small.
         assert _form(tag_store, "tags-any=x,y", fresh) == "grouped"
         # Five of them: 35,000 rows, over GROUPED_ANY_SMALL alone: middling, one EXISTS per tag.
         assert _form(tag_store, "tags-any=v,w,x,y,z", fresh) == "per-tag"
-        # A required tag outside the common ones is rare: the database drives
-        # from it and probes each tags-any tag per row.
-        assert _form(tag_store, "tags=rare&tags-any=x,y", fresh) == "per-tag"
-        assert _form(tag_store, "tags=least&tags-any=mid,big", fresh) == "per-tag"
-        assert _form(tag_store, "tags=mid&tags-any=x,y", fresh) == "grouped"
+        # A required tag outside the common ones is rare: one subquery of the
+        # tag table finds the ids, driven from the smaller set.
+        assert _form(tag_store, "tags=rare&tags-any=x,y", fresh) == "driven"
+        assert _form(tag_store, "tags=least&tags-any=mid,big", fresh) == "driven"
+        assert _form(tag_store, "tags=mid&tags-any=x,y", fresh) == "driven"
+        assert _form(tag_store, "tags=large&tags-any=x,y", fresh) == "grouped"
         assert _form(tag_store, "tags=big&tags-any=mid,least", fresh) == "semi-join"
         # Alone, past PROBED_ANY_ALONE_MAX (67,000 rows here): the semi-join.
         assert _form(tag_store, "tags-any=mid,least", fresh) == "semi-join"
@@ -281,6 +283,7 @@ def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
         stale = fresh._replace(changed=GROUPED_ANY_SMALL + 1)
         assert _form(tag_store, "tags-any=x,y", stale) == "semi-join"
         assert _form(tag_store, "tags=mid&tags-any=x,y", stale) == "semi-join"
+        assert _form(tag_store, "tags=large&tags-any=x,y", stale) == "semi-join"
     finally:
         tag_store.close()
 
