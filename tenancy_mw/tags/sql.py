@@ -26,31 +26,23 @@ statement), or :meth:`~tenancy_mw.tags.model.TagQuery.apply`.
 
 The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
 (a contradiction is ``false`` without a subquery), measured against one
-``EXISTS`` per tag in ``bench/tags.py``:
+``EXISTS`` per tag on every page of a million resources in ``bench/tags.py``
+(``doc/tags.rst``, "Which SQL, and who decides", has the table of forms):
 
-- each required tag: its own ``EXISTS`` (the database starts from the
-  rarest one, a unique index lookup);
-- ``any_of``: one ``EXISTS (... tag IN (...))``, one semi-join where an
-  ``OR`` of subqueries is one probe per tag and row.  Next to a required
-  tag, MySQL/MariaDB keep one ``EXISTS`` per tag: their optimizer
-  materialises each tag's ids once and checks the required tag's candidates
-  against them, faster than the semi-join.  On PostgreSQL, given
-  *candidates* (at least :data:`GROUPED_MIN_CANDIDATES`) and *counts* that
-  show the ``any_of`` tags on few rows (the thresholds of
-  :data:`GROUPED_ANY_MAX`): ``id IN (SELECT resource_id ... GROUP BY
-  resource_id)``, the set sorted once in id order, where the semi-join may
-  sort it twice (its de-duplication does not keep the order) or probe it
-  for every candidate.  For common tags, or few candidates, that form would
-  read and sort every row of the set while the semi-join stops after a page
-  or probes a few ids (94 ms against 2.3 ms for
-  ``tags-any=tag0003,tag0005,tag0007`` in ``bench/tags.py``);
-- each excluded tag: its own ``NOT EXISTS`` (an anti-join that reads the
-  (tag, resource id) index in resource order; one ``NOT EXISTS`` over an
-  ``IN`` list cannot, and measured slower);
-- ``not_all_of`` of three tags or more: ``(SELECT count(*) ... tag IN
-  (...)) < n``, one index range probe where PostgreSQL's plan for an ``OR``
-  of three ``NOT EXISTS`` is twenty times slower; of two tags, and on
-  MySQL/MariaDB, one ``NOT EXISTS`` per tag (measured as fast).
+- each required tag: its own ``EXISTS``; each excluded tag its own ``NOT
+  EXISTS``;
+- ``not_all_of``: ``(SELECT count(*) ... tag IN (...)) < n`` on PostgreSQL
+  from three tags, else an ``OR`` of ``NOT EXISTS``;
+- ``any_of``: one ``EXISTS (... tag IN (...))`` by default; on MySQL/MariaDB
+  beside a required tag one ``EXISTS`` per tag; on PostgreSQL, given
+  *candidates* (at least :data:`GROUPED_MIN_CANDIDATES`) and *counts*,
+  driven from the tag table beside a rare-ish required tag
+  (:data:`DRIVEN_REQUIRED_MAX`), grouped when its tags are on few rows
+  (:data:`GROUPED_ANY_MAX`), one ``EXISTS`` per tag alone at middling sizes
+  (:data:`PROBED_ANY_ALONE_MAX`);
+- a *marker*: ``resource_id > marker``, last, and the same range inside the
+  subqueries the database joins (not those it probes per row under an
+  ``OR``; on MySQL/MariaDB not inside ``NOT EXISTS``).
 
 These names were :mod:`tenancy_mw.tags.model`'s (and, before 0.2.0, the
 module ``tenancy_mw.tags``'s); taken from there they still work for one
@@ -103,7 +95,7 @@ GROUPED_ANY_BESIDE = 45_000
 GROUPED_ANY_REQUIRED_MAX = 200_000
 #: On PostgreSQL, given counts, ``tags-any`` beside a required tag on at most
 #: this many rows is one subquery of the tag table with the required tags
-#: (:func:`_in_positive_set`): the database finds the matching ids inside
+#: (``id IN (SELECT ... GROUP BY ...)``): the database finds the matching ids inside
 #: the tag table's indexes, from whichever of its sets is smaller, before it
 #: reads a row of the caller's table (``tags=tag0100&tags-any=tag0030,tag0040``:
 #: 10 ms against 47 ms for one ``EXISTS`` per tag).
@@ -488,6 +480,17 @@ class _DialectVariant(ColumnElement):
     def get_children(self, **kwargs):
         return [self.default, self.mysql, self.postgresql]
 
+    def self_group(self, against=None):
+        # Each form grouped as SQLAlchemy groups it where the variant stands:
+        # an OR inside an AND gets its parentheses, an AND inside an AND
+        # none, so a form that is what a person writes compiles to the very
+        # same text (the same statement, bench/tags.py).
+        return _DialectVariant(
+            self.default.self_group(against=against),
+            mysql=self.mysql.self_group(against=against),
+            postgresql=self.postgresql.self_group(against=against),
+        )
+
     def form_for(self, dialect: sa.engine.Dialect) -> sa.ColumnElement:
         """The form *dialect* runs."""
         if is_mysql(dialect):
@@ -499,8 +502,8 @@ class _DialectVariant(ColumnElement):
 
 @compiles(_DialectVariant)
 def _compile_dialect_variant(element: _DialectVariant, compiler, **kwargs) -> str:
-    # Grouped: it stands as one condition among the ANDed others.
-    return compiler.process(element.form_for(compiler.dialect).self_group(), **kwargs)
+    # Already grouped for where it stands (_DialectVariant.self_group).
+    return compiler.process(element.form_for(compiler.dialect), **kwargs)
 
 
 def count_tags(
