@@ -518,3 +518,31 @@ def test_tag_query_where_is_tag_condition():
     assert str(query.where(resource_id, TABLES.tags)) == str(tag_condition(query, resource_id, TABLES.tags))
     statement = sa.select(RESOURCES.c.id)
     assert str(query.apply(statement, resource_id)) == str(statement.where(tag_condition(query, resource_id)))
+
+
+def _compiled(query_string: str, dialect, marker="m") -> str:
+    condition = parse_tag_query(query_string).where(RESOURCES.c.id, TABLES.tags, marker=marker)
+    return str(condition.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+
+
+def test_the_marker_goes_inside_the_subqueries_each_database_joins():
+    from sqlalchemy.dialects import mysql, postgresql
+
+    inside = "resource_id > 'm'"
+    # PostgreSQL: inside every EXISTS / NOT EXISTS it joins, and last outside.
+    text = _compiled("tags=a&not-tags=b", postgresql.dialect())
+    assert text.count(inside) == 2
+    assert text.endswith("things.id > 'm'")
+    # Not inside the ones it probes per row under an OR (not-tags-any).
+    assert inside not in _compiled("not-tags-any=a,b", postgresql.dialect())
+    # MariaDB: inside the joined positive subqueries when no tag is excluded
+    # (the required tag's, the semi-join's; not the per-tag probes under an OR) ...
+    assert _compiled("tags=a&tags-any=b,c", mysql.dialect()).count(inside) == 1
+    assert _compiled("tags=a,b", mysql.dialect()).count(inside) == 2
+    assert _compiled("tags-any=b,c", mysql.dialect()).count(inside) == 1
+    # ... and inside none beside an excluded tag.
+    assert inside not in _compiled("tags=a&tags-any=b,c&not-tags=d", mysql.dialect())
+    assert inside not in _compiled("tags-any=b,c&not-tags-any=d,e", mysql.dialect())
+    # Every form still ends with the page's own condition.
+    for text in (_compiled("tags=a&not-tags=d", mysql.dialect()), _compiled("", postgresql.dialect())):
+        assert text.endswith("things.id > 'm'"), text
