@@ -42,7 +42,8 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   (:data:`PROBED_ANY_ALONE_MAX`);
 - a *marker*: ``resource_id > marker``, last, and the same range inside the
   subqueries the database joins (not those it probes per row under an
-  ``OR``; on MySQL/MariaDB not inside ``NOT EXISTS``).
+  ``OR``; on MySQL/MariaDB not inside ``NOT EXISTS``), where the caller's id
+  column sorts as the tag table's (see *marker* in :func:`tag_condition`).
 
 These names were :mod:`tenancy_mw.tags.model`'s (and, before 0.2.0, the
 module ``tenancy_mw.tags``'s); taken from there they still work for one
@@ -208,7 +209,15 @@ def tag_condition(
         by *resource_id*, ascending).  The condition then holds only for ids
         after it (``resource_id > marker`` is part of it), and every tag
         subquery starts there too: the database reads the tag index from
-        the marker on rather than from the first id.
+        the marker on rather than from the first id.  Only where the
+        *resource_id* column sorts as the tag table's, as its SQLAlchemy
+        type says: :class:`~tenancy_mw.core.sql.ExactString`, or on
+        PostgreSQL and SQLite a string type naming no collation (or an
+        untyped column), which sorts in the database's default order.  A
+        column of a collation of its own, or a plain string column on
+        MySQL/MariaDB (the table's collation, case-insensitive as a rule),
+        may sort ``a`` before ``B`` where the tag table sorts ``B`` first:
+        there the page is held by ``resource_id > marker`` alone.
     :param limit: the page's size (``LIMIT``), when the caller knows it.
 
     :meth:`tenancy_mw.tags.store.TagStore.where` passes PostgreSQL's own
@@ -222,7 +231,7 @@ def tag_condition(
     if simple is None:
         return sa.false()
     all_of, any_of, none_of, not_all_of = simple
-    after = _Page(resource_id, marker)
+    after = _Page(resource_id, marker, _shared_order(resource_id.type, table.c.resource_id.type))
     clauses: list[sa.ColumnElement] = []
     if any_of:
         grouped = counts is not None and candidates is not None and candidates >= GROUPED_MIN_CANDIDATES
@@ -242,20 +251,29 @@ def tag_condition(
 
 
 class _Page(NamedTuple):
-    """The caller's resource id column, and the marker the page starts after (``None``: the first page)."""
+    """The caller's resource id column, and the marker the page starts after (``None``: the first page).
+
+    *order* is how the caller's id column and the tag table's compare
+    (:func:`_shared_order`): the marker's range goes inside the tag
+    subqueries only where it means there what it means on the caller's
+    column.
+    """
 
     resource_id: sa.ColumnElement
     marker: str | None
+    order: str | None = None
 
     def rows_of(self, alias: sa.FromClause) -> list[sa.ColumnElement]:
         """The conditions tying *alias*'s rows to the caller's row, the marker's among them."""
-        found = [alias.c.resource_id == self.resource_id]
-        if self.marker is not None:
-            # Implied by the caller's row (it is after the marker), but the
-            # planner does not carry a range across the join: said here, it
-            # starts the tag index scan at the marker.
-            found.append(alias.c.resource_id > self.marker)
-        return found
+        joined = alias.c.resource_id == self.resource_id
+        # The marker's range is implied by the caller's row (it is after the
+        # marker), but the planner does not carry a range across the join:
+        # said here, it starts the tag index scan at the marker.
+        after = self.ids_after(alias)
+        if self.order == "default":
+            # Left out on MySQL/MariaDB (ids_after), without a stray "true" there.
+            return [_DialectVariant(sa.and_(joined, *after), mysql=joined)]
+        return [joined, *after]
 
     def probed(self) -> _Page:
         """This page for subqueries under an ``OR``: without the marker.
@@ -268,8 +286,47 @@ class _Page(NamedTuple):
         return _Page(self.resource_id, None)
 
     def ids_after(self, alias: sa.FromClause) -> list[sa.ColumnElement]:
-        """The marker's condition on *alias*'s own ids (uncorrelated subqueries)."""
-        return [] if self.marker is None else [alias.c.resource_id > self.marker]
+        """The marker's condition on *alias*'s own ids, where their order is the caller's column's.
+
+        Where the two columns sort otherwise (a case-insensitive id column
+        beside the tag table's exact one: ``a`` < ``B`` to it, ``B`` < ``a``
+        byte-wise), a range on the tag table's ids would drop the rows the
+        caller's order puts after the marker; there only the caller's own
+        ``resource_id > marker`` holds the page.
+        """
+        if self.marker is None or self.order is None:
+            return []
+        after = alias.c.resource_id > self.marker
+        if self.order == "exact":
+            return [after]
+        # Each in the database's default order: the same but on MySQL/MariaDB,
+        # whose default collation is the table's (case-insensitive, as a rule).
+        return [_DialectVariant(after, mysql=sa.true())]
+
+
+def _shared_order(caller: sa.types.TypeEngine, tags: sa.types.TypeEngine) -> str | None:
+    """How the caller's id column and the tag table's sort, from their types.
+
+    ``"exact"``: both :class:`~tenancy_mw.core.sql.ExactString`;
+    ``"default"``: both ExactString or string types naming no collation (or
+    untyped), in the database's default order, which is ExactString's except
+    on MySQL/MariaDB; ``None``: unknown (a collation of the column's own).
+    """
+    kinds = {_order_of(caller), _order_of(tags)}
+    if kinds == {"exact"}:
+        return "exact"
+    return "default" if None not in kinds else None
+
+
+def _order_of(column_type: sa.types.TypeEngine) -> str | None:
+    """``"exact"``, ``"default"`` or ``None`` (unknown) for one column's type (:func:`_shared_order`)."""
+    if isinstance(column_type, ExactString):
+        return "exact"
+    if isinstance(column_type, sa.types.NullType) or (
+        isinstance(column_type, sa.String) and column_type.collation is None
+    ):
+        return "default"
+    return None
 
 
 def check_page(marker: object, limit: object) -> None:
