@@ -209,15 +209,10 @@ def tag_condition(
         by *resource_id*, ascending).  The condition then holds only for ids
         after it (``resource_id > marker`` is part of it), and every tag
         subquery starts there too: the database reads the tag index from
-        the marker on rather than from the first id.  Only where the
-        *resource_id* column sorts as the tag table's, as its SQLAlchemy
-        type says: :class:`~tenancy_mw.core.sql.ExactString`, or on
-        PostgreSQL and SQLite a string type naming no collation (or an
-        untyped column), which sorts in the database's default order.  A
-        column of a collation of its own, or a plain string column on
-        MySQL/MariaDB (the table's collation, case-insensitive as a rule),
-        may sort ``a`` before ``B`` where the tag table sorts ``B`` first:
-        there the page is held by ``resource_id > marker`` alone.
+        the marker on rather than from the first id, where the column's
+        type says it sorts as the tag table's (an ``ExactString``; on
+        PostgreSQL and SQLite a string type naming no collation); elsewhere
+        ``resource_id > marker`` alone holds the page.
     :param limit: the page's size (``LIMIT``), when the caller knows it.
 
     :meth:`tenancy_mw.tags.store.TagStore.where` passes PostgreSQL's own
@@ -230,24 +225,30 @@ def tag_condition(
     simple = query.simplified()
     if simple is None:
         return sa.false()
-    all_of, any_of, none_of, not_all_of = simple
+    grouped = counts is not None and candidates is not None and candidates >= GROUPED_MIN_CANDIDATES
     after = _Page(resource_id, marker, _shared_order(resource_id.type, table.c.resource_id.type))
-    clauses: list[sa.ColumnElement] = []
-    if any_of:
-        grouped = counts is not None and candidates is not None and candidates >= GROUPED_MIN_CANDIDATES
-        clauses.append(_positive_condition(table, after, all_of, any_of, counts if grouped else None))
-    else:
-        clauses += [_has_tag(table, after, tag) for tag in sorted(all_of)]
-    clauses += [_lacks_tag(table, after, tag) for tag in sorted(none_of)]
-    if not_all_of:
-        clauses.append(_lacks_one_condition(table, after, not_all_of))
-    if marker is not None:
-        # Last: where the rest is one EXISTS per tag, the statement is then
-        # the one a caller writes by hand (the same plan, as bench/tags.py shows).
-        clauses.append(resource_id > marker)
+    clauses = _clauses(table, after, simple, counts if grouped else None)
     if not clauses:
         return sa.true()
     return sa.and_(*clauses)
+
+
+def _clauses(table: sa.Table, page: _Page, simple: tuple, counts: Mapping[str, int] | None) -> list[sa.ColumnElement]:
+    """The conditions of the simplified query, to be ANDed, the page's last; *counts* ``None`` unless they choose."""
+    all_of, any_of, none_of, not_all_of = simple
+    clauses: list[sa.ColumnElement] = []
+    if any_of:
+        clauses.append(_positive_condition(table, page, all_of, any_of, counts))
+    else:
+        clauses += [_has_tag(table, page, tag) for tag in sorted(all_of)]
+    clauses += [_lacks_tag(table, page, tag) for tag in sorted(none_of)]
+    if not_all_of:
+        clauses.append(_lacks_one_condition(table, page, not_all_of))
+    if page.marker is not None:
+        # Last: where the rest is one EXISTS per tag, the statement is then
+        # the one a caller writes by hand (the same plan, as bench/tags.py shows).
+        clauses.append(page.resource_id > page.marker)
+    return clauses
 
 
 class _Page(NamedTuple):
