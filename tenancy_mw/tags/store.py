@@ -252,11 +252,12 @@ class TagStore:
         caller's, so no second connection is taken from the pool) or on one
         of the store's, and taken cautiously: a ``tags-any`` tag outside
         the most common ones counts as many rows as the least common of
-        them, a required tag outside them as rare (which keeps the
-        semi-join), and none counts at all when more than
+        them, a required tag outside them as rare (the ids are then found
+        from it: the driven form), and none counts at all when more than
         :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
         PostgreSQL gathered them.  A tenant's own list passes no
-        *candidates*, and nothing is read.
+        *candidates*, and nothing is read.  *marker* and *limit*: the page
+        (:func:`~tenancy_mw.tags.sql.tag_condition`).
 
         Example::
 

@@ -106,7 +106,8 @@ def test_sql_returns_exactly_what_matches_accepts(tag_engine, resources, query_l
 @given(
     resources=resource_sets,
     query=queries,
-    marker=st.sampled_from(["r%02d" % n for n in range(12)] + ["r", "r05x", "s"]),
+    # "r05 ": an id with a trailing space, after r05 (MariaDB's NO PAD collation; a PAD SPACE one would not see it).
+    marker=st.sampled_from(["r%02d" % n for n in range(12)] + ["r", "r05x", "r05 ", "s"]),
     limit=st.integers(1, 4),
 )
 def test_a_page_after_a_marker_is_the_next_rows_that_match(tag_engine, resources, query, marker, limit):
