@@ -42,7 +42,8 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   (:data:`PROBED_ANY_ALONE_MAX`);
 - a *marker*: ``resource_id > marker``, last, and the same range inside the
   subqueries the database joins (not those it probes per row under an
-  ``OR``; on MySQL/MariaDB only when no tag is excluded).
+  ``OR``; on MySQL/MariaDB only when no tag is excluded), where the caller's
+  id column sorts as the tag table's (see *marker* in :func:`tag_condition`).
 
 These names were :mod:`tenancy_mw.tags.model`'s (and, before 0.2.0, the
 module ``tenancy_mw.tags``'s); taken from there they still work for one
@@ -208,7 +209,10 @@ def tag_condition(
         by *resource_id*, ascending).  The condition then holds only for ids
         after it (``resource_id > marker`` is part of it), and every tag
         subquery starts there too: the database reads the tag index from
-        the marker on rather than from the first id.
+        the marker on rather than from the first id, where the column's
+        type says it sorts as the tag table's (an ``ExactString``; on
+        PostgreSQL and SQLite a string type naming no collation); elsewhere
+        ``resource_id > marker`` alone holds the page.
     :param limit: the page's size (``LIMIT``), when the caller knows it.
 
     :meth:`tenancy_mw.tags.store.TagStore.where` passes PostgreSQL's own
@@ -222,22 +226,30 @@ def tag_condition(
     if simple is None:
         return sa.false()
     grouped = counts is not None and candidates is not None and candidates >= GROUPED_MIN_CANDIDATES
-    counts = counts if grouped else None
-    marked = _conditions(table, _Page(resource_id, marker), simple, counts)
-    if marker is None:
-        return marked
-    # MySQL/MariaDB: the range inside the subqueries only where there are
-    # no excluded tags.  Beside a NOT EXISTS, MariaDB 10.11 given the range
-    # may read every id after the marker first (bench/tags.py after marker
-    # f: any+not-tags 4.3 s against 168 ms); without one, the range makes
-    # later pages up to a hundred times faster (rare + any big after f).
-    positive_only = not simple[2] and not simple[3]
-    mysql_page = _Page(resource_id, marker, inside=positive_only)
-    return _DialectVariant(marked, mysql=_conditions(table, mysql_page, simple, counts))
+    return _paged_condition(table, resource_id, marker, simple, counts if grouped else None)
 
 
-def _conditions(table: sa.Table, page: _Page, simple: tuple, counts: Mapping[str, int] | None) -> sa.ColumnElement:
-    """The condition of the simplified query *simple* on *page*; *counts* ``None`` when they must not shape it."""
+def _paged_condition(
+    table: sa.Table, resource_id: sa.ColumnElement, marker: str | None, simple: tuple, counts: Mapping[str, int] | None
+) -> sa.ColumnElement:
+    """The ANDed clauses of the simplified query *simple* on the page after *marker*."""
+    order = _shared_order(resource_id.type, table.c.resource_id.type)
+    clauses = _clauses(table, _Page(resource_id, marker, order), simple, counts)
+    if marker is not None and (simple[2] or simple[3]):
+        # MySQL/MariaDB: the range inside the subqueries only where no tag
+        # is excluded.  Beside a NOT EXISTS, MariaDB 10.11 given the range
+        # may read every id after the marker first (bench/tags.py after
+        # marker f: any+not-tags 4.3 s against 168 ms); without one, the
+        # range makes later pages up to a hundred times faster.
+        outside = _clauses(table, _Page(resource_id, marker, order, inside=False), simple, counts)
+        return _DialectVariant(sa.and_(*clauses), mysql=sa.and_(*outside))
+    if not clauses:
+        return sa.true()
+    return sa.and_(*clauses)
+
+
+def _clauses(table: sa.Table, page: _Page, simple: tuple, counts: Mapping[str, int] | None) -> list[sa.ColumnElement]:
+    """The conditions of the simplified query, to be ANDed, the page's last; *counts* ``None`` unless they choose."""
     all_of, any_of, none_of, not_all_of = simple
     clauses: list[sa.ColumnElement] = []
     if any_of:
@@ -251,28 +263,35 @@ def _conditions(table: sa.Table, page: _Page, simple: tuple, counts: Mapping[str
         # Last: where the rest is one EXISTS per tag, the statement is then
         # the one a caller writes by hand (the same plan, as bench/tags.py shows).
         clauses.append(page.resource_id > page.marker)
-    if not clauses:
-        return sa.true()
-    return sa.and_(*clauses)
+    return clauses
 
 
 class _Page(NamedTuple):
-    """The caller's resource id column, and the marker the page starts after (``None``: the first page)."""
+    """The caller's resource id column, and the marker the page starts after (``None``: the first page).
+
+    *order* is how the caller's id column and the tag table's compare
+    (:func:`_shared_order`): the marker's range goes inside the tag
+    subqueries only where it means there what it means on the caller's
+    column.
+    """
 
     resource_id: sa.ColumnElement
     marker: str | None
-    #: Whether the marker's range goes inside the subqueries the database joins.
+    order: str | None = None
+    #: Whether the marker's range may go inside the subqueries the database joins.
     inside: bool = True
 
     def rows_of(self, alias: sa.FromClause) -> list[sa.ColumnElement]:
         """The conditions tying *alias*'s rows to the caller's row, the marker's among them."""
-        found = [alias.c.resource_id == self.resource_id]
-        if self.marker is not None and self.inside:
-            # Implied by the caller's row (it is after the marker), but the
-            # planner does not carry a range across the join: said here, it
-            # starts the tag index scan at the marker.
-            found.append(alias.c.resource_id > self.marker)
-        return found
+        joined = alias.c.resource_id == self.resource_id
+        # The marker's range is implied by the caller's row (it is after the
+        # marker), but the planner does not carry a range across the join:
+        # said here, it starts the tag index scan at the marker.
+        after = self.ids_after(alias)
+        if after and self.order == "default":
+            # Left out on MySQL/MariaDB (ids_after), without a stray "true" there.
+            return [_DialectVariant(sa.and_(joined, *after), mysql=joined)]
+        return [joined, *after]
 
     def probed(self) -> _Page:
         """This page for subqueries under an ``OR``: the marker not inside them.
@@ -282,11 +301,50 @@ class _Page(NamedTuple):
         hash (``not-tags-any`` of two common tags: 5 ms became 107 ms at a
         million resources, ``bench/tags.py --pages``).
         """
-        return _Page(self.resource_id, self.marker, inside=False)
+        return self._replace(inside=False)
 
     def ids_after(self, alias: sa.FromClause) -> list[sa.ColumnElement]:
-        """The marker's condition on *alias*'s own ids (uncorrelated subqueries)."""
-        return [alias.c.resource_id > self.marker] if self.marker is not None and self.inside else []
+        """The marker's condition on *alias*'s own ids, where their order is the caller's column's.
+
+        Where the two columns sort otherwise (a case-insensitive id column
+        beside the tag table's exact one: ``a`` < ``B`` to it, ``B`` < ``a``
+        byte-wise), a range on the tag table's ids would drop the rows the
+        caller's order puts after the marker; there only the caller's own
+        ``resource_id > marker`` holds the page.
+        """
+        if self.marker is None or self.order is None or not self.inside:
+            return []
+        after = alias.c.resource_id > self.marker
+        if self.order == "exact":
+            return [after]
+        # Each in the database's default order: the same but on MySQL/MariaDB,
+        # whose default collation is the table's (case-insensitive, as a rule).
+        return [_DialectVariant(after, mysql=sa.true())]
+
+
+def _shared_order(caller: sa.types.TypeEngine, tags: sa.types.TypeEngine) -> str | None:
+    """How the caller's id column and the tag table's sort, from their types.
+
+    ``"exact"``: both :class:`~tenancy_mw.core.sql.ExactString`;
+    ``"default"``: both ExactString or string types naming no collation (or
+    untyped), in the database's default order, which is ExactString's except
+    on MySQL/MariaDB; ``None``: unknown (a collation of the column's own).
+    """
+    kinds = {_order_of(caller), _order_of(tags)}
+    if kinds == {"exact"}:
+        return "exact"
+    return "default" if None not in kinds else None
+
+
+def _order_of(column_type: sa.types.TypeEngine) -> str | None:
+    """``"exact"``, ``"default"`` or ``None`` (unknown) for one column's type (:func:`_shared_order`)."""
+    if isinstance(column_type, ExactString):
+        return "exact"
+    if isinstance(column_type, sa.types.NullType) or (
+        isinstance(column_type, sa.String) and column_type.collation is None
+    ):
+        return "default"
+    return None
 
 
 def check_page(marker: object, limit: object) -> None:

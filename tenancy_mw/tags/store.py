@@ -52,7 +52,7 @@ from collections.abc import Iterable
 
 from tenancy_mw.core import sql  # first: without the sql extra, it names it
 from tenancy_mw.core.paths import shorten
-from tenancy_mw.core.sql import URL, postgresql, sa, sqlite
+from tenancy_mw.core.sql import URL, compiles, postgresql, sa, sqlite
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, TagQuery, validate_tag
 from tenancy_mw.tags.sql import (
     GROUPED_ANY_SMALL,
@@ -116,6 +116,22 @@ def _choice_depends_on_rows(query: TagQuery) -> bool:
     """Whether the SQL of *query* may depend on the caller's rows: a ``tags-any`` of two tags or more is left."""
     simple = query.simplified()
     return simple is not None and len(simple[1]) > 1
+
+
+class _Explain(sa.sql.expression.Executable, sa.sql.expression.ClauseElement):
+    """``EXPLAIN (FORMAT JSON)`` of a statement (PostgreSQL), executed as SQLAlchemy executes the statement itself."""
+
+    # Compiled anew each time: a cached compilation would be matched to the
+    # columns of a statement that selects none of its own.
+    inherit_cache = False
+
+    def __init__(self, statement: sa.Select) -> None:
+        self.statement = statement
+
+
+@compiles(_Explain)
+def _compile_explain(element: _Explain, compiler, **kwargs) -> str:
+    return "EXPLAIN (FORMAT JSON) " + compiler.process(element.statement, **kwargs)
 
 
 def _check_connection(connection: object) -> None:
@@ -236,11 +252,12 @@ class TagStore:
         caller's, so no second connection is taken from the pool) or on one
         of the store's, and taken cautiously: a ``tags-any`` tag outside
         the most common ones counts as many rows as the least common of
-        them, a required tag outside them as rare (which keeps the
-        semi-join), and none counts at all when more than
+        them, a required tag outside them as rare (the ids are then found
+        from it: the driven form), and none counts at all when more than
         :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
         PostgreSQL gathered them.  A tenant's own list passes no
-        *candidates*, and nothing is read.
+        *candidates*, and nothing is read.  *marker* and *limit*: the page
+        (:func:`~tenancy_mw.tags.sql.tag_condition`).
 
         Example::
 
@@ -330,27 +347,32 @@ class TagStore:
         """PostgreSQL's estimate of the rows *statement* selects (after *marker* on *resource_id*); ``None`` elsewhere.
 
         ``EXPLAIN (FORMAT JSON)`` of the statement without its ``ORDER BY``,
-        ``LIMIT`` and ``OFFSET``: the planner's own row estimate, no read of
-        the data.  On *connection* (left as it was, as for
+        ``LIMIT`` and ``OFFSET``, sent as SQLAlchemy sends the statement
+        itself (its ``IN`` lists expanded, its values bound by their
+        columns' types): the planner's own row estimate, no read of the
+        data.  On *connection* (left as it was, as for
         :meth:`tag_statistics`) or one of the store's; ``None`` on another
-        database and when ``EXPLAIN`` fails (logged).
+        database and when ``EXPLAIN`` fails (logged), as for a statement
+        with a parameter bound only when it is executed.
         """
         if not self._postgresql:
             return None
         counted = statement.order_by(None).limit(None).offset(None)
         if marker is not None and resource_id is not None:
             counted = counted.where(resource_id > marker)
+        # One untyped column over the statement: the plan's row is read as it
+        # comes, not through the result types of the statement's own columns.
+        explained = _Explain(sa.select(sa.literal_column("1")).select_from(counted.subquery()))
 
         def explain(conn: sa.Connection) -> int:
-            compiled = counted.compile(conn)
-            plan = conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + str(compiled), compiled.params).scalar_one()
+            plan = conn.execute(explained).scalar_one()
             if isinstance(plan, str):
                 plan = json.loads(plan)
             return int(plan[0]["Plan"]["Plan Rows"])
 
         try:
             return self._read_on(connection, explain)
-        except sa.exc.DBAPIError as exc:
+        except sa.exc.SQLAlchemyError as exc:
             LOG.warning("Could not ask PostgreSQL for its estimate of a tag query's rows: %s", sql.error_summary(exc))
             return None
 

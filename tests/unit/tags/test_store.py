@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import threading
 
 import pytest
@@ -383,6 +384,56 @@ def test_apply_asks_the_planner_and_a_wrong_hint_changes_nothing(store):
             assert texts[0] == texts[1]
     finally:
         servers.drop(store.engine)
+
+
+class _Status(enum.Enum):
+    ACTIVE = "active"
+    ERROR = "error"
+
+
+def test_the_planner_estimates_statements_with_in_lists_and_typed_values(store, caplog):
+    """The caller's statement is explained as it would be executed: its IN lists expanded, its values bound by type."""
+    table = sa.Table(
+        "servers_explained",
+        sa.MetaData(),
+        sa.Column("id", sql.ExactString(40), primary_key=True),
+        sa.Column("tenant", sa.String(20)),
+        sa.Column("status", sa.Enum(_Status)),
+    )
+    table.drop(store.engine, checkfirst=True)
+    table.create(store.engine)
+    try:
+        with store.engine.begin() as conn:
+            rows = [{"id": "s%03d" % n, "tenant": "t%d" % (n % 4), "status": _Status.ACTIVE} for n in range(200)]
+            conn.execute(table.insert(), rows)
+        page = sa.select(table.c.id).order_by(table.c.id).limit(10)
+        statements = {
+            "in-list": page.where(table.c.tenant.in_(["t1", "t2"])),
+            "enum": page.where(table.c.status == _Status.ACTIVE),
+            "enum-in-list": page.where(table.c.status.in_([_Status.ACTIVE, _Status.ERROR])),
+            "cte": sa.select(sa.select(table).where(table.c.tenant == "t1").cte("mine").c.id),
+        }
+        query = parse_tag_query("tags-any=red,blue")
+        caplog.set_level("WARNING", logger="tenancy_mw.tag_store")
+        for name, statement in statements.items():
+            ids = statement.selected_columns.id
+            planned = store.planned_rows(statement, ids, "s100")
+            if store.engine.dialect.name == "postgresql":
+                assert planned is not None, name
+                assert planned >= 1, name
+            else:
+                assert planned is None, name
+            with store.engine.connect() as conn:
+                assert conn.execute(store.apply(statement, query, ids, marker="s100", connection=conn)).all() == []
+        assert "Could not ask PostgreSQL" not in caplog.text
+        # A value the caller binds only when it executes: no estimate (logged), never an error out of apply.
+        unbound = page.where(table.c.tenant == sa.bindparam("tenant"))
+        applied = store.apply(unbound, query, table.c.id, marker="s100")
+        assert store.planned_rows(unbound) is None
+        with store.engine.connect() as conn:
+            assert conn.execute(applied, {"tenant": "t1"}).all() == []
+    finally:
+        table.drop(store.engine)
 
 
 def test_apply_without_a_tag_query_or_marker_returns_the_statement_itself(store):
