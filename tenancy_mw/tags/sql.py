@@ -34,7 +34,7 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
 - ``not_all_of``: ``(SELECT count(*) ... tag IN (...)) < n`` on PostgreSQL
   from three tags, else an ``OR`` of ``NOT EXISTS``;
 - ``any_of``: one ``EXISTS (... tag IN (...))`` by default; on MySQL/MariaDB
-  beside a required tag one ``EXISTS`` per tag; on PostgreSQL, given
+  beside any other tag condition one ``EXISTS`` per tag; on PostgreSQL, given
   *candidates* (at least :data:`GROUPED_MIN_CANDIDATES`) and *counts*,
   driven from the tag table beside a rare-ish required tag
   (:data:`DRIVEN_REQUIRED_MAX`), grouped when its tags are on few rows
@@ -253,7 +253,8 @@ def _clauses(table: sa.Table, page: _Page, simple: tuple, counts: Mapping[str, i
     all_of, any_of, none_of, not_all_of = simple
     clauses: list[sa.ColumnElement] = []
     if any_of:
-        clauses.append(_positive_condition(table, page, all_of, any_of, counts))
+        alone = not (all_of or none_of or not_all_of)
+        clauses.append(_positive_condition(table, page, all_of, any_of, counts, alone))
     else:
         clauses += [_has_tag(table, page, tag) for tag in sorted(all_of)]
     clauses += [sa.not_(_has_tag(table, page, tag)) for tag in sorted(none_of)]
@@ -363,17 +364,20 @@ def _positive_condition(
     all_of: frozenset,
     any_of: frozenset,
     counts: Mapping[str, int] | None,
+    alone: bool,
 ) -> sa.ColumnElement:
     """The required tags and ``tags-any`` together, in each database's fastest form.
 
     *counts* is ``None`` when PostgreSQL's form must not depend on them (few
-    or unknown candidates).
+    or unknown candidates); *alone*: ``tags-any`` is the whole query.
     """
     required = [_has_tag(table, page, tag) for tag in sorted(all_of)]
     semi_join: sa.ColumnElement = sa.and_(*required, _has_any(table, page, any_of))
     mysql_form = semi_join
-    if all_of:
-        # Beside a required tag MySQL/MariaDB materialise each tag's ids once.
+    if not alone:
+        # Beside any other tag condition MySQL/MariaDB materialise each
+        # tag's ids once; the semi-join there, beside a NOT EXISTS, took
+        # MariaDB 10.11 fifteen times as long (bench/tags.py any+not-tags).
         mysql_form = sa.and_(*required, sa.or_(*[_has_tag(table, page.probed(), tag) for tag in sorted(any_of)]))
     postgresql_form = semi_join
     if counts is not None:
