@@ -141,7 +141,7 @@ class ServerTags:
         """The SQL condition of *query* on the servers' id column: a tenant's own list, so no candidates.
 
         For the page after *marker* (ids ascending) of at most *limit* servers: the
-        marker goes into every tag subquery, so each reads its tag's index from there.
+        marker goes inside the tag subqueries the database joins, which then read the index from there.
         """
         return self.store.where(query, id_column, marker=marker, limit=limit)
 
