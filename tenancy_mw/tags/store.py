@@ -298,7 +298,7 @@ class TagStore:
         leaves before the tag condition (PostgreSQL, a ``tags-any`` of two
         tags or more), the store asks PostgreSQL's planner for its estimate
         of *statement*'s rows after the marker (``EXPLAIN``, no read of the
-        data; about a millisecond) rather than trusting a number the
+        data; a few milliseconds) rather than trusting a number the
         caller cannot check.  *candidates* is used only where no estimate
         can be had (another database needs none; a failed ``EXPLAIN`` is
         logged): a wrong hint never changes the SQL when the planner
