@@ -128,7 +128,7 @@ test-suites:
 	  || { echo "make test: failed (see the \"make test:\" lines above)" >&2; exit 1; }
 
 test-main-slow: $(STAMP)-test
-	@$(BIN)/python -m pytest -m slow -q $(PYTEST_ARGS) \
+	@$(BIN)/python -m pytest -m slow -q --durations=20 $(PYTEST_ARGS) \
 	  || { echo "make test: the slow tests on python$(PY_VERSION) failed" >&2; exit 1; }
 
 test-main-fast: pytest-fast
