@@ -112,12 +112,6 @@ def _refuse_text(values: object, name: str) -> None:
         raise TypeError("%s must be an iterable of strings, not a string (%s)" % (name, shorten(repr(values))))
 
 
-def _choice_depends_on_rows(query: TagQuery) -> bool:
-    """Whether the SQL of *query* may depend on the caller's rows: a ``tags-any`` of two tags or more is left."""
-    simple = query.simplified()
-    return simple is not None and len(simple[1]) > 1
-
-
 class _Explain(sa.sql.expression.Executable, sa.sql.expression.ClauseElement):
     """``EXPLAIN (FORMAT JSON)`` of a statement (PostgreSQL), executed as SQLAlchemy executes the statement itself."""
 
@@ -332,7 +326,7 @@ class TagStore:
         if not query and marker is None:
             return statement
         rows = candidates
-        if self._postgresql and _choice_depends_on_rows(query):
+        if self._postgresql and query.tags_to_count():
             planned = self.planned_rows(statement, resource_id, marker, connection)
             rows = candidates if planned is None else planned
         return statement.where(self.where(query, resource_id, rows, connection, marker=marker, limit=limit))
