@@ -317,6 +317,38 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, int(round(share * len(ordered) + 0.5)) - 1))]
 
 
+#: The server settings that decide whether the data is read from memory, shown with each table.
+MEMORY_SETTINGS = {
+    "postgresql": ["shared_buffers", "work_mem"],
+    "mariadb": ["innodb_buffer_pool_size", "tmp_table_size"],
+}
+
+
+def server_settings(backend: str) -> str:
+    """The server's version and memory settings, as the table's header shows them.
+
+    MariaDB's InnoDB reads around the system's cache: with a buffer pool
+    smaller than the tables (about 1 GB here), a random lookup costs a read
+    from disk and its times are mostly that (``bench/README.rst``).
+    """
+    engine = engine_for(backend)
+    try:
+        with engine.connect() as conn:
+            if backend == "postgresql":
+                version = conn.exec_driver_sql("SHOW server_version").scalar()
+                values = [conn.exec_driver_sql("SHOW %s" % name).scalar() for name in MEMORY_SETTINGS[backend]]
+            else:
+                version = conn.exec_driver_sql("SELECT version()").scalar()
+                values = [
+                    "%d MiB" % (int(conn.exec_driver_sql("SELECT @@%s" % name).scalar()) // 2**20)
+                    for name in MEMORY_SETTINGS[backend]
+                ]
+    finally:
+        engine.dispose()
+    settings = ", ".join("%s %s" % pair for pair in zip(MEMORY_SETTINGS[backend], values, strict=True))
+    return "%s %s (%s)" % (backend, str(version).split(" ")[0].split("-")[0], settings)
+
+
 def run_queries(backend: str, repeats: int, log, names: list[str] | None = None, pages=None) -> list[dict]:
     engine = engine_for(backend)
     rows = []
@@ -656,6 +688,7 @@ def main(argv: list[str] | None = None) -> int:
         "tenancy_mw tag bench: Python %s, %s; %s"
         % (platform.python_version(), platform.platform(), params.fingerprint())
     )
+    print("; ".join(server_settings(backend) for backend in backends))
     print(
         "pages of %d ids ordered by id (first: no marker; 4, 8, c, f: after that marker); median and p95 of %d"
         " runs; ratio = tenancy_mw / straightforward (medians); same = both are the same SQL on this backend (their"

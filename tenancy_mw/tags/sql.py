@@ -34,13 +34,16 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
 - ``not_all_of``: ``(SELECT count(*) ... tag IN (...)) < n`` on PostgreSQL
   from three tags, else an ``OR`` of ``NOT EXISTS``;
 - ``any_of``: one ``EXISTS (... tag IN (...))`` by default; on MySQL/MariaDB
-  beside any other tag condition one ``EXISTS`` per tag; on PostgreSQL, given
+  one ``EXISTS`` per tag beside an excluded tag, beside a required tag
+  without *counts*, and where *counts* put it on more than
+  :data:`MYSQL_SEMI_JOIN_MAX` rows; on PostgreSQL, given
   *candidates* (at least :data:`GROUPED_MIN_CANDIDATES`) and *counts*,
   driven from the tag table beside a rare-ish required tag
   (:data:`DRIVEN_REQUIRED_MAX`), grouped when its tags are on few rows
   (:data:`GROUPED_ANY_MAX`), one ``EXISTS`` per tag alone at middling sizes
   (:data:`PROBED_ANY_ALONE_MAX`);
-- a *marker*: ``resource_id > marker``, last, and the same range inside the
+- a *marker*: ``resource_id > marker``, last (on PostgreSQL left out where
+  ``any_of`` is a driven or grouped ``IN``, which holds it), and the same range inside the
   subqueries the database joins (not those it probes per row under an
   ``OR``; on MySQL/MariaDB only when no tag is excluded), where the caller's
   id column sorts as the tag table's (see *marker* in :func:`tag_condition`).
@@ -66,6 +69,7 @@ __all__ = [
     "GROUPED_ANY_SMALL",
     "GROUPED_MIN_CANDIDATES",
     "DRIVEN_REQUIRED_MAX",
+    "MYSQL_SEMI_JOIN_MAX",
     "PROBED_ANY_ALONE_MAX",
     "TAGS",
     "TAG_COUNT_CAP",
@@ -107,6 +111,19 @@ DRIVEN_REQUIRED_MAX = 75_000
 #: ids in order (``tags-any=tag0030,tag0040``, 44,000 rows: 17 ms against
 #: 38 ms for the semi-join and 26 ms grouped).
 PROBED_ANY_ALONE_MAX = 60_000
+#: On MySQL/MariaDB, given counts, ``tags-any`` with no tag excluded (alone
+#: or beside required tags) is one semi-join
+#: (``EXISTS (... tag IN (...))``) when its tags are on at most this many
+#: rows together after the page's marker, as the database estimates them
+#: (``EXPLAIN``: InnoDB counts a short range exactly and a long one at about
+#: twice its rows), and one ``EXISTS`` per tag beyond: the semi-join reads
+#: the whole set, the other stops once the page is full.  At a million
+#: resources (``bench/tags.py``, MariaDB 10.11): ``tags-any=tag0600,tag0900``,
+#: 1,900 rows, 13 ms against 676 ms; ``tags-any=tag0030,tag0040``, 88,000 by
+#: estimate, 357 ms against 224 ms; ``tags-any=tag0008,tag0012`` after marker
+#: ``8``, 150,000 by estimate, 588 ms against 18 ms; beside a required tag,
+#: ``tags=tag0001&tags-any=tag0600,tag0900``: 18 ms against 1,200 ms.
+MYSQL_SEMI_JOIN_MAX = 30_000
 #: Fewest rows the caller's query must select before the tag condition for
 #: the grouped form to be considered: the semi-join probes each candidate,
 #: which beats reading a whole tag set when candidates are few (a tenant's
@@ -197,7 +214,11 @@ def tag_condition(
         (:meth:`TagStatistics.counts`, :func:`count_tags`; a count at the cap
         of :func:`count_tags` reads as "at least"; a tag left out counts as
         common).  With *candidates*, it shapes PostgreSQL's form of
-        ``tags-any``; the rows found never depend on it, only the speed.
+        ``tags-any``; on MySQL/MariaDB, whatever the candidates, that of a
+        ``tags-any`` beside no excluded tag (:data:`MYSQL_SEMI_JOIN_MAX`;
+        there the counts of the rows after *marker* serve best, whole-table
+        ones err towards one ``EXISTS`` per tag).  The rows found never
+        depend on it, only the speed.
     :param candidates: about how many rows the caller's query selects
         before this condition: a page over a whole large collection (an
         administrator's list of every tenant's resources) passes the table's
@@ -226,35 +247,56 @@ def tag_condition(
     if simple is None:
         return sa.false()
     grouped = counts is not None and candidates is not None and candidates >= GROUPED_MIN_CANDIDATES
-    return _paged_condition(table, resource_id, marker, simple, counts if grouped else None)
+    return _paged_condition(table, resource_id, marker, simple, _Counts(counts if grouped else None, counts))
+
+
+class _Counts(NamedTuple):
+    """The tag counts each database's form may read: ``None`` where it must not depend on them."""
+
+    postgresql: Mapping[str, int] | None
+    mysql: Mapping[str, int] | None
 
 
 def _paged_condition(
-    table: sa.Table, resource_id: sa.ColumnElement, marker: str | None, simple: tuple, counts: Mapping[str, int] | None
+    table: sa.Table, resource_id: sa.ColumnElement, marker: str | None, simple: tuple, counts: _Counts
 ) -> sa.ColumnElement:
     """The ANDed clauses of the simplified query *simple* on the page after *marker*."""
     order = _shared_order(resource_id.type, table.c.resource_id.type)
-    clauses = _clauses(table, _Page(resource_id, marker, order), simple, counts)
+    clauses, paged_inside = _clauses(table, _Page(resource_id, marker, order), simple, counts)
+    if not clauses:
+        return sa.true()
+    condition = sa.and_(*clauses)
+    forms = {}
+    if paged_inside:
+        # PostgreSQL: its form of tags-any is an IN over tag rows already
+        # after the marker, which holds the page.  Said outside too, the
+        # planner counts the range twice, expects too few rows and merges
+        # the caller's whole id range instead of probing the ids found
+        # (bench/tags.py tags-any after marker c: 35 ms; without: 6 ms).
+        forms["postgresql"] = sa.and_(*clauses[:-1])
     if marker is not None and (simple[2] or simple[3]):
         # MySQL/MariaDB: the range inside the subqueries only where no tag
         # is excluded.  Beside a NOT EXISTS, MariaDB 10.11 given the range
         # may read every id after the marker first (bench/tags.py after
         # marker f: any+not-tags 4.3 s against 168 ms); without one, the
         # range makes later pages up to a hundred times faster.
-        outside = _clauses(table, _Page(resource_id, marker, order, inside=False), simple, counts)
-        return _DialectVariant(sa.and_(*clauses), mysql=sa.and_(*outside))
-    if not clauses:
-        return sa.true()
-    return sa.and_(*clauses)
+        outside, _ = _clauses(table, _Page(resource_id, marker, order, inside=False), simple, counts)
+        forms["mysql"] = sa.and_(*outside)
+    return _DialectVariant(condition, **forms) if forms else condition
 
 
-def _clauses(table: sa.Table, page: _Page, simple: tuple, counts: Mapping[str, int] | None) -> list[sa.ColumnElement]:
-    """The conditions of the simplified query, to be ANDed, the page's last; *counts* ``None`` unless they choose."""
+def _clauses(table: sa.Table, page: _Page, simple: tuple, counts: _Counts) -> tuple[list[sa.ColumnElement], bool]:
+    """The conditions of the simplified query, to be ANDed, the page's last.
+
+    With whether PostgreSQL's form holds the page without the last (its
+    ``tags-any`` an ``IN`` over tag rows after the marker).
+    """
     all_of, any_of, none_of, not_all_of = simple
     clauses: list[sa.ColumnElement] = []
+    paged_inside = False
     if any_of:
-        alone = not (all_of or none_of or not_all_of)
-        clauses.append(_positive_condition(table, page, all_of, any_of, counts, alone))
+        positive, paged_inside = _positive_condition(table, page, all_of, any_of, counts, not (none_of or not_all_of))
+        clauses.append(positive)
     else:
         clauses += [_has_tag(table, page, tag) for tag in sorted(all_of)]
     clauses += [sa.not_(_has_tag(table, page, tag)) for tag in sorted(none_of)]
@@ -264,7 +306,7 @@ def _clauses(table: sa.Table, page: _Page, simple: tuple, counts: Mapping[str, i
         # Last: where the rest is one EXISTS per tag, the statement is then
         # the one a caller writes by hand (the same plan, as bench/tags.py shows).
         clauses.append(page.resource_id > page.marker)
-    return clauses
+    return clauses, paged_inside
 
 
 class _Page(NamedTuple):
@@ -304,6 +346,11 @@ class _Page(NamedTuple):
         """
         return self._replace(inside=False)
 
+    @property
+    def ranged(self) -> bool:
+        """Whether the marker's range goes inside the subqueries the database joins (:meth:`ids_after`)."""
+        return self.marker is not None and self.order is not None and self.inside
+
     def ids_after(self, alias: sa.FromClause) -> list[sa.ColumnElement]:
         """The marker's condition on *alias*'s own ids, where their order is the caller's column's.
 
@@ -313,7 +360,7 @@ class _Page(NamedTuple):
         caller's order puts after the marker; there only the caller's own
         ``resource_id > marker`` holds the page.
         """
-        if self.marker is None or self.order is None or not self.inside:
+        if not self.ranged:
             return []
         after = alias.c.resource_id > self.marker
         if self.order == "exact":
@@ -363,31 +410,50 @@ def _positive_condition(
     page: _Page,
     all_of: frozenset,
     any_of: frozenset,
-    counts: Mapping[str, int] | None,
-    alone: bool,
-) -> sa.ColumnElement:
+    counts: _Counts,
+    positive: bool,
+) -> tuple[sa.ColumnElement, bool]:
     """The required tags and ``tags-any`` together, in each database's fastest form.
 
-    *counts* is ``None`` when PostgreSQL's form must not depend on them (few
-    or unknown candidates); *alone*: ``tags-any`` is the whole query.
+    *counts*: those each database's form may read; *positive*: the query
+    excludes no tag.  With whether PostgreSQL's form is an ``IN`` over tag
+    rows after the page's marker.
     """
     required = [_has_tag(table, page, tag) for tag in sorted(all_of)]
     semi_join: sa.ColumnElement = sa.and_(*required, _has_any(table, page, any_of))
-    mysql_form = semi_join
-    if not alone:
-        # Beside any other tag condition MySQL/MariaDB materialise each
-        # tag's ids once; the semi-join there, beside a NOT EXISTS, took
-        # MariaDB 10.11 fifteen times as long (bench/tags.py any+not-tags).
-        mysql_form = sa.and_(*required, sa.or_(*[_has_tag(table, page.probed(), tag) for tag in sorted(any_of)]))
-    postgresql_form = semi_join
+    per_tag = sa.and_(*required, sa.or_(*[_has_tag(table, page.probed(), tag) for tag in sorted(any_of)]))
+    # MySQL/MariaDB: the semi-join only for a set it reads quickly whole,
+    # and never beside a NOT EXISTS (MariaDB 10.11 then took 15 to 88 times
+    # as long: bench/tags.py combined rare, any+not-tags).  Without counts,
+    # the semi-join for a tags-any alone, as always before.
+    small = counts.mysql is not None and not _more_than(counts.mysql, any_of, MYSQL_SEMI_JOIN_MAX)
+    mysql_form = semi_join if positive and (small or (counts.mysql is None and not all_of)) else per_tag
+    postgresql_form, found_in_tags = _postgresql_form(table, page, all_of, any_of, counts.postgresql)
+    condition = _DialectVariant(semi_join, mysql=mysql_form, postgresql=postgresql_form)
+    return condition, found_in_tags and page.ranged
+
+
+def _postgresql_form(
+    table: sa.Table, page: _Page, all_of: frozenset, any_of: frozenset, counts: Mapping[str, int] | None
+) -> tuple[sa.ColumnElement, bool]:
+    """PostgreSQL's form of the required tags and ``tags-any`` (*counts* ``None``: the semi-join).
+
+    With whether it is an ``IN`` of ids found in the tag table (driven or grouped).
+    """
+    required = [_has_tag(table, page, tag) for tag in sorted(all_of)]
     if counts is not None:
         if all_of and min(_count_of(counts, tag) for tag in all_of) <= DRIVEN_REQUIRED_MAX:
-            postgresql_form = _in_positive_set(table, page, all_of, any_of)
-        elif _any_is_small(all_of, any_of, counts):
-            postgresql_form = sa.and_(*required, _in_grouped(table, page, any_of))
-        elif not all_of and sum(_count_of(counts, tag) for tag in any_of) <= PROBED_ANY_ALONE_MAX:
-            postgresql_form = sa.or_(*[_has_tag(table, page.probed(), tag) for tag in sorted(any_of)])
-    return _DialectVariant(semi_join, mysql=mysql_form, postgresql=postgresql_form)
+            return _in_positive_set(table, page, all_of, any_of), True
+        if _any_is_small(all_of, any_of, counts):
+            return sa.and_(*required, _in_grouped(table, page, any_of)), True
+        if not all_of and not _more_than(counts, any_of, PROBED_ANY_ALONE_MAX):
+            return sa.or_(*[_has_tag(table, page.probed(), tag) for tag in sorted(any_of)]), False
+    return sa.and_(*required, _has_any(table, page, any_of)), False
+
+
+def _more_than(counts: Mapping[str, int], tags: Iterable[str], most: int) -> bool:
+    """Whether *tags* are on more than *most* rows together by *counts* (a tag left out: common)."""
+    return sum(_count_of(counts, tag) for tag in tags) > most
 
 
 def _lacks_one_condition(table: sa.Table, page: _Page, not_all_of: frozenset) -> sa.ColumnElement:
@@ -487,9 +553,10 @@ def _in_positive_set(table: sa.Table, page: _Page, all_of: frozenset, any_of: fr
     required = []
     for tag in sorted(all_of):
         alias = table.alias()
-        required.append(
-            sa.exists().where(alias.c.resource_id == found.c.resource_id, alias.c.tag == tag).correlate_except(alias)
-        )
+        # The marker here too: PostgreSQL may hash a required tag's rows
+        # rather than probe them (tags 3 rare+any after marker 8: 34 ms, 10 ms with it).
+        joined = [alias.c.resource_id == found.c.resource_id, alias.c.tag == tag, *page.ids_after(alias)]
+        required.append(sa.exists().where(*joined).correlate_except(alias))
     ids = sa.select(found.c.resource_id).where(
         match, *required, found.c.resource_id.is_not(None), *page.ids_after(found)
     )

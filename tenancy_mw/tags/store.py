@@ -57,11 +57,13 @@ from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, TagQuery, validate_tag
 from tenancy_mw.tags.sql import (
     GROUPED_ANY_SMALL,
     GROUPED_MIN_CANDIDATES,
+    MYSQL_SEMI_JOIN_MAX,
     TAG_LOCKS,
     TAGS,
     TagStatistics,
     TagTables,
     _check_candidates,
+    _shared_order,
     check_page,
     tag_statistics,
 )
@@ -113,7 +115,7 @@ def _refuse_text(values: object, name: str) -> None:
 
 
 class _Explain(sa.sql.expression.Executable, sa.sql.expression.ClauseElement):
-    """``EXPLAIN (FORMAT JSON)`` of a statement (PostgreSQL), executed as SQLAlchemy executes the statement itself."""
+    """``EXPLAIN`` of a statement, executed as SQLAlchemy executes the statement itself (as JSON on PostgreSQL)."""
 
     # Compiled anew each time: a cached compilation would be matched to the
     # columns of a statement that selects none of its own.
@@ -125,7 +127,28 @@ class _Explain(sa.sql.expression.Executable, sa.sql.expression.ClauseElement):
 
 @compiles(_Explain)
 def _compile_explain(element: _Explain, compiler, **kwargs) -> str:
-    return "EXPLAIN (FORMAT JSON) " + compiler.process(element.statement, **kwargs)
+    explain = "EXPLAIN (FORMAT JSON) " if compiler.dialect.name == "postgresql" else "EXPLAIN "
+    return explain + compiler.process(element.statement, **kwargs)
+
+
+def _explained_tag_rows(conn: sa.Connection, table: sa.Table, tags: Iterable[str], after: str | None) -> dict[str, int]:
+    """MySQL/MariaDB's estimate of each tag's rows (after resource id *after*): one ``EXPLAIN`` each, no row read.
+
+    It stops once the tags estimated are on more than
+    :data:`~tenancy_mw.tags.sql.MYSQL_SEMI_JOIN_MAX` rows together: the
+    others, left out, count as common, which decides the same.
+    """
+    counts: dict[str, int] = {}
+    for tag in sorted(tags):
+        rows: sa.Select = sa.select(sa.literal_column("1")).select_from(table).where(table.c.tag == tag)
+        if after is not None:
+            rows = rows.where(table.c.resource_id > after)
+        plan = conn.execute(_Explain(rows)).mappings().first()
+        # No plan row, or none counted: a range the optimizer found empty.
+        counts[tag] = int((plan and plan.get("rows")) or 0)
+        if sum(counts.values()) > MYSQL_SEMI_JOIN_MAX:
+            break
+    return counts
 
 
 def _check_connection(connection: object) -> None:
@@ -180,6 +203,7 @@ class TagStore:
         self._sqlite = dialect.name == "sqlite"
         # Only PostgreSQL's SQL depends on the counts (TagQuery.where).
         self._postgresql = dialect.name == "postgresql"
+        self._mysql = sql.is_mysql(dialect)
         if dialect.name == "postgresql":
             self._insert_ignore = lambda table: postgresql.insert(table).on_conflict_do_nothing()
         elif dialect.name == "sqlite":
@@ -249,8 +273,14 @@ class TagStore:
         them, a required tag outside them as rare (the ids are then found
         from it: the driven form), and none counts at all when more than
         :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
-        PostgreSQL gathered them.  A tenant's own list passes no
-        *candidates*, and nothing is read.  *marker* and *limit*: the page
+        PostgreSQL gathered them.  After a *marker* (where its range goes
+        inside the tag subqueries) they are scaled to the share of the tag
+        rows after it, as the planner estimates it (two ``EXPLAIN``): a
+        later page reads only those.  A tenant's own list passes no
+        *candidates*, and nothing is read.  On MySQL/MariaDB, for a
+        ``tags-any`` beside no excluded tag, the counts are its own estimate
+        of each tag's rows after the marker (one ``EXPLAIN`` per tag),
+        whatever *candidates*.  *marker* and *limit*: the page
         (:func:`~tenancy_mw.tags.sql.tag_condition`).
 
         Example::
@@ -271,8 +301,12 @@ class TagStore:
         _check_candidates(candidates)
         _check_connection(connection)
         counts = None
-        if candidates is not None and candidates >= GROUPED_MIN_CANDIDATES and self._postgresql:
+        if self._mysql:
+            counts = self._mysql_estimates(query, resource_id, marker, connection)
+        elif candidates is not None and candidates >= GROUPED_MIN_CANDIDATES and self._postgresql:
             counts = self._estimated_counts(query, connection)
+            if counts and marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
+                counts = self._after_marker(counts, marker, connection)
         return query.where(resource_id, self.tags, counts, candidates, marker=marker, limit=limit)
 
     def apply(
@@ -369,6 +403,41 @@ class TagStore:
         except sa.exc.SQLAlchemyError as exc:
             LOG.warning("Could not ask PostgreSQL for its estimate of a tag query's rows: %s", sql.error_summary(exc))
             return None
+
+    def _mysql_estimates(
+        self, query: TagQuery, resource_id: sa.ColumnElement, marker: str | None, connection: sa.Connection | None
+    ) -> dict[str, int] | None:
+        """The counts :meth:`where` passes on MySQL/MariaDB: its estimate of each ``tags-any`` tag's rows on the page.
+
+        Only for a ``tags-any`` of two tags or more beside no excluded tag,
+        the queries whose SQL there depends on them (``None`` otherwise, and
+        when ``EXPLAIN`` fails: logged).  After *marker* where the marker's
+        range goes inside the subquery (both id columns ExactString).
+        """
+        simple = query.simplified()
+        if simple is None or len(simple[1]) < 2 or simple[2] or simple[3]:
+            return None
+        exact = _shared_order(resource_id.type, self.tags.c.resource_id.type) == "exact"
+        after = marker if exact else None
+        try:
+            return self._read_on(connection, lambda conn: _explained_tag_rows(conn, self.tags, simple[1], after))
+        except sa.exc.SQLAlchemyError as exc:
+            LOG.warning("Could not ask MySQL for its estimate of a tag query's rows: %s", sql.error_summary(exc))
+            return None
+
+    def _after_marker(self, counts: dict[str, int], marker: str, connection: sa.Connection | None) -> dict[str, int]:
+        """*counts* scaled to the tag rows after *marker*, the share PostgreSQL's planner estimates (*counts* if none).
+
+        The marker's range goes inside the tag subqueries, so a later page
+        reads only that share of each tag's rows, and the form is chosen for it.
+        """
+        ids = sa.select(self.tags.c.resource_id)
+        after = self.planned_rows(ids, self.tags.c.resource_id, marker, connection)
+        every = self.planned_rows(ids, None, None, connection)
+        if after is None or not every:
+            return counts
+        share = min(1.0, after / every)
+        return {tag: int(round(count * share)) for tag, count in counts.items()}
 
     def _estimated_counts(self, query: TagQuery, connection: sa.Connection | None) -> dict[str, int] | None:
         """The counts :meth:`where` passes on PostgreSQL, from its statistics; ``None`` when they cannot serve."""

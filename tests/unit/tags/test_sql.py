@@ -20,6 +20,7 @@ from tenancy_mw.tags.sql import (
     GROUPED_ANY_REQUIRED_MAX,
     GROUPED_ANY_SMALL,
     GROUPED_MIN_CANDIDATES,
+    MYSQL_SEMI_JOIN_MAX,
     PROBED_ANY_ALONE_MAX,
     TAG_COUNT_CAP,
     TagStatistics,
@@ -347,16 +348,40 @@ def test_candidates_that_are_not_a_number_of_rows_are_refused(bad):
         parse_tag_query("tags-any=x,y").where(RESOURCES.c.id, TABLES.tags, None, bad)
 
 
-def test_only_postgresql_sql_depends_on_the_counts():
-    from sqlalchemy.dialects import mysql, sqlite
+def test_sqlite_sql_never_depends_on_the_counts():
+    from sqlalchemy.dialects import sqlite
 
-    query = parse_tag_query("tags=r&tags-any=x,y&not-tags-any=a,b,c")
-    counts = {"r": 9, "x": 1, "y": 1}
-    for dialect in (sqlite.dialect(), mysql.dialect(), mysql.dialect(is_mariadb=True)):
-        with_counts = query.where(RESOURCES.c.id, TABLES.tags, counts, GROUPED_MIN_CANDIDATES)
-        assert str(with_counts.compile(dialect=dialect)) == str(
-            query.where(RESOURCES.c.id, TABLES.tags).compile(dialect=dialect)
-        ), dialect.name
+    for query_string in ("tags=r&tags-any=x,y&not-tags-any=a,b,c", "tags-any=x,y"):
+        query = parse_tag_query(query_string)
+        with_counts = query.where(RESOURCES.c.id, TABLES.tags, {"r": 9, "x": 1, "y": 10**6}, GROUPED_MIN_CANDIDATES)
+        without = query.where(RESOURCES.c.id, TABLES.tags)
+        assert str(with_counts.compile(dialect=sqlite.dialect())) == str(without.compile(dialect=sqlite.dialect()))
+
+
+def _mysql_form(query_string: str, counts, candidates=None, marker=None) -> str:
+    from sqlalchemy.dialects import mysql
+
+    condition = parse_tag_query(query_string).where(RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker)
+    text = str(condition.compile(dialect=mysql.dialect(is_mariadb=True)))
+    return "per-tag" if " OR " in text else "semi-join"
+
+
+def test_mysql_reads_a_tags_any_whole_only_when_the_counts_say_it_is_small_and_no_tag_is_excluded():
+    half = MYSQL_SEMI_JOIN_MAX // 2
+    # Alone: the semi-join up to MYSQL_SEMI_JOIN_MAX rows, whatever the candidates.
+    assert _mysql_form("tags-any=x,y", {"x": half, "y": half}) == "semi-join"
+    assert _mysql_form("tags-any=x,y", {"x": half, "y": half + 1}) == "per-tag"
+    assert _mysql_form("tags-any=x,y", {"x": half, "y": half + 1}, GROUPED_MIN_CANDIDATES, "m") == "per-tag"
+    # A tag without a count is common; no counts at all: the semi-join.
+    assert _mysql_form("tags-any=x,y", {"x": 1}) == "per-tag"
+    assert _mysql_form("tags-any=x,y", None) == "semi-join"
+    # Beside a required tag: the semi-join only for a set known to be small.
+    assert _mysql_form("tags=r&tags-any=x,y", {"r": 10**6, "x": 1, "y": 1}) == "semi-join"
+    assert _mysql_form("tags=r&tags-any=x,y", {"r": 1, "x": half, "y": half + 1}) == "per-tag"
+    assert _mysql_form("tags=r&tags-any=x,y", None) == "per-tag"
+    # Beside an excluded tag one EXISTS per tag, whatever the counts.
+    assert _mysql_form("tags-any=x,y&not-tags=z", {"x": 1, "y": 1}) == "per-tag"
+    assert _mysql_form("tags=r&tags-any=x,y&not-tags-any=z,w", {"x": 1, "y": 1}) == "per-tag"
 
 
 def test_tags_to_count_names_what_the_choice_reads():
@@ -628,3 +653,28 @@ def test_the_marker_goes_inside_the_subqueries_each_database_joins():
     # Every form still ends with the page's own condition.
     for text in (_compiled("tags=a&not-tags=d", mysql.dialect()), _compiled("", postgresql.dialect())):
         assert text.endswith("things.id > 'm'"), text
+
+
+def test_postgresqls_in_forms_hold_the_page_without_the_range_said_twice():
+    """An IN over tag rows after the marker holds the page; said outside too, the planner counts the range twice."""
+    from sqlalchemy.dialects import postgresql
+
+    def text_of(resource_id, query_string, counts):
+        condition = parse_tag_query(query_string).where(
+            resource_id, TABLES.tags, counts, GROUPED_MIN_CANDIDATES, marker="m"
+        )
+        return str(condition.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+
+    grouped = text_of(RESOURCES.c.id, "tags-any=b,c", {"b": 1, "c": 1})
+    driven = text_of(RESOURCES.c.id, "tags=a&tags-any=b,c&not-tags=d", {"a": 1, "b": 1, "c": 1})
+    for text in (grouped, driven):
+        assert "GROUP BY" in text
+        assert "things.id > 'm'" not in text
+    assert grouped.count("resource_id > 'm'") == 1
+    # A column of a collation of its own: no range inside, the page's own outside.
+    loose = sa.Table("loose_things", sa.MetaData(), sa.Column("id", sa.String(40, collation="und-x-icu")))
+    text = text_of(loose.c.id, "tags-any=b,c", {"b": 1, "c": 1})
+    assert "resource_id > 'm'" not in text
+    assert text.endswith("loose_things.id > 'm'")
+    # The semi-join and one EXISTS per tag keep it last.
+    assert text_of(RESOURCES.c.id, "tags-any=b,c", None).endswith("things.id > 'm'")

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from tenancy_mw import migrations
 from tenancy_mw.core import sql
 from tenancy_mw.tags.model import InvalidTag, parse_tag_query
-from tenancy_mw.tags.sql import GROUPED_ANY_SMALL, GROUPED_MIN_CANDIDATES, TagStatistics
+from tenancy_mw.tags.sql import GROUPED_ANY_SMALL, GROUPED_MIN_CANDIDATES, MYSQL_SEMI_JOIN_MAX, TagStatistics
 from tenancy_mw.tags.store import TagLimitExceeded, TagStore
 
 
@@ -261,7 +261,7 @@ def _form_of(sql_text: str) -> str:
 
 def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
     if not migrated_url.startswith("postgresql"):
-        return  # only PostgreSQL's SQL depends on them (test_only_postgresql_sql_depends_on_the_counts)
+        return  # only PostgreSQL's SQL reads its statistics (MariaDB's: its EXPLAIN, tested below)
     tag_store = TagStore(migrated_url)
     try:
         common = {"big": 500_000, "large": 150_000, "mid": 60_000, "least": 7_000}
@@ -377,6 +377,15 @@ def test_apply_asks_the_planner_and_a_wrong_hint_changes_nothing(store):
             assert not any("pg_stats" in text for text in sent)
             assert store.planned_rows(page, servers.c.id, "s1") <= 3
             assert _form_of(texts[1]) == _form_of(texts[0]) == "semi-join"
+        elif sql.is_mysql(store.engine.dialect):
+            # MySQL/MariaDB: its estimate of each tag's rows, never of the
+            # caller's statement or its hint; two rows: the semi-join.
+            assert len(sent) == 2, sent
+            assert all(text.startswith("EXPLAIN SELECT 1") for text in sent), sent
+            assert all(store.tags.name in text and "servers" not in text for text in sent)
+            assert store.planned_rows(page) is None
+            assert texts[0] == texts[1]
+            assert " OR " not in texts[0]
         else:
             # Elsewhere the SQL never depends on rows: nothing is asked.
             assert sent == []
@@ -384,6 +393,81 @@ def test_apply_asks_the_planner_and_a_wrong_hint_changes_nothing(store):
             assert texts[0] == texts[1]
     finally:
         servers.drop(store.engine)
+
+
+def test_mariadb_reads_a_tags_any_whole_only_where_it_estimates_few_rows(make_database):
+    """The semi-join reads the whole set: past MYSQL_SEMI_JOIN_MAX rows by MariaDB's estimate, one EXISTS per tag."""
+    url = make_database("mariadb")
+    migrations.upgrade(url, ["tags"])
+    store = TagStore(url)
+    # InnoDB's estimate of a long range is off by up to about twice either way.
+    common = 3 * MYSQL_SEMI_JOIN_MAX
+    ids = ["r%06d" % number for number in range(common)]
+    try:
+        with store.engine.begin() as conn:
+            conn.execute(store.tags.insert(), [{"resource_id": rid, "tag": "common"} for rid in ids])
+            conn.execute(store.tags.insert(), [{"resource_id": rid, "tag": "rare"} for rid in ids[::200]])
+            conn.execute(store.tags.insert(), [{"resource_id": rid, "tag": "odd"} for rid in ids[1::300]])
+            conn.exec_driver_sql("ANALYZE TABLE %s" % store.tags.name)
+        exact = sa.Table("servers_exact", sa.MetaData(), sa.Column("id", sql.ExactString(40), primary_key=True))
+        loose = sa.Table("servers_loose", sa.MetaData(), sa.Column("id", sa.String(40), primary_key=True))
+        for table in (exact, loose):
+            table.create(store.engine)
+            with store.engine.begin() as conn:
+                conn.execute(table.insert(), [{"id": rid} for rid in ids[-700:]])
+
+        def page(query, table, marker=None):
+            condition = store.where(parse_tag_query(query), table.c.id, marker=marker)
+            text = str(condition.compile(store.engine))
+            with store.engine.connect() as conn:
+                found = conn.execute(sa.select(table.c.id).where(condition).order_by(table.c.id)).scalars().all()
+            return ("per-tag" if " OR " in text else "semi-join"), found
+
+        last = ids[-700:]
+        either = set(ids[::200] + ids[1::300])
+        assert page("tags-any=rare,odd", exact) == ("semi-join", [rid for rid in last if rid in either])
+        assert page("tags-any=common,rare", exact) == ("per-tag", last)
+        # After a marker near the end few rows are left, where the range goes
+        # inside the subquery (ExactString ids); a loose column reads them all.
+        marker = ids[-600]
+        assert page("tags-any=common,rare", exact, marker) == ("semi-join", ids[-599:])
+        assert page("tags-any=common,rare", loose, marker) == ("per-tag", ids[-599:])
+        # Beside a required tag too; beside an excluded one no estimate is read.
+        assert page("tags=common&tags-any=rare,odd", exact) == page("tags-any=rare,odd", exact)
+        with _Statements(store.engine) as sent:
+            assert page("tags-any=rare,odd&not-tags=common", exact) == ("per-tag", [])
+        assert not any(text.startswith("EXPLAIN") for text in sent)
+    finally:
+        store.close()
+
+
+def test_postgresql_chooses_the_form_for_the_tag_rows_after_the_marker(make_database):
+    """A later page reads only the share of each tag's rows after the marker: the form is chosen for that share."""
+    url = make_database("postgresql")
+    migrations.upgrade(url, ["tags"])
+    store = TagStore(url)
+    try:
+        with store.engine.begin() as conn:
+            # 40,000 rows of tags-any (x and y), more than GROUPED_ANY_SMALL.
+            conn.exec_driver_sql(
+                "INSERT INTO tenancy_mw_tags (resource_id, tag)"
+                " SELECT 'r' || lpad(n::text, 6, '0'), CASE WHEN mod(n, 2) = 0 THEN 'x' ELSE 'y' END"
+                " FROM generate_series(0, 39999) AS n"
+            )
+        _analysed(store)
+        servers = sa.table("servers", sa.column("id", sql.ExactString(40)))
+        query = parse_tag_query("tags-any=x,y")
+
+        def form(marker):
+            condition = store.where(query, servers.c.id, GROUPED_MIN_CANDIDATES, marker=marker)
+            return _form_of(str(condition.compile(store.engine)))
+
+        assert GROUPED_ANY_SMALL < 40_000
+        assert form(None) == "per-tag"
+        # After r036000 a tenth of them is left: PostgreSQL sorts that few whole.
+        assert form("r036000") == "grouped"
+    finally:
+        store.close()
 
 
 class _Status(enum.Enum):
