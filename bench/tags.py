@@ -470,6 +470,14 @@ def _time_pages(conn, engine, pages: dict, repeats: int, what: str) -> tuple[dic
     return medians, len(rows)
 
 
+def form_name(sql_text: str) -> str:
+    """The form of ``tags-any`` a statement holds: driven, grouped, per-tag (an ``OR``) or semi (``EXISTS ... IN``)."""
+    if "GROUP BY" in sql_text:
+        inner = sql_text[sql_text.index("IN (SELECT") : sql_text.index("GROUP BY")]
+        return "driven" if "EXISTS" in inner else "grouped"
+    return "per-tag" if " OR " in sql_text else "semi"
+
+
 def sweep(repeats: int, log) -> list[str]:
     """PostgreSQL: both forms of ``tags-any`` over a range of sizes, alone and beside a required tag.
 
@@ -481,8 +489,8 @@ def sweep(repeats: int, log) -> list[str]:
     """
     engine = engine_for("postgresql")
     lines = [
-        "%8s %8s %5s %9s %9s %9s  %-7s %-7s %s"
-        % ("required", "any", "rows", "grouped", "semi", "plain", "faster", "picked", "query")
+        "%8s %8s %5s %9s %9s %9s %9s  %-7s %-7s %s"
+        % ("required", "any", "rows", "grouped", "semi", "plain", "ours", "faster", "picked", "query")
     ]
     try:
         with engine.connect() as conn:
@@ -499,11 +507,12 @@ def sweep(repeats: int, log) -> list[str]:
                     planner = TagStore(engine).tag_statistics()
                     counts = planner.counts(query.tags_to_count()) if planner else {}
                     pages = {label: page_statement(c) for label, c in _three_forms(query, candidates).items()}
+                    ours = page_statement(TagStore(engine).where(query, RESOURCES.c.id, candidates))
+                    pages["ours"] = ours
                     medians, rows = _time_pages(conn, engine, pages, repeats, query_string)
-                    store = TagStore(engine)
-                    picked = str(page_statement(store.where(query, RESOURCES.c.id, candidates)).compile(engine))
+                    picked = str(ours.compile(engine))
                     lines.append(
-                        "%8d %8d %5d %6.1f ms %6.1f ms %6.1f ms  %-7s %-7s %s"
+                        "%8d %8d %5d %6.1f ms %6.1f ms %6.1f ms %6.1f ms  %-7s %-7s %s"
                         % (
                             counts.get(tag_name(required), 0) if required else 0,
                             sum(counts.get(tag_name(rank), 0) for rank in (first, second)),
@@ -511,8 +520,9 @@ def sweep(repeats: int, log) -> list[str]:
                             medians["grouped"],
                             medians["semi"],
                             medians["plain"],
+                            medians["ours"],
                             "grouped" if medians["grouped"] < medians["semi"] else "semi",
-                            "grouped" if "GROUP BY" in picked else "semi",
+                            form_name(picked),
                             query_string,
                         )
                     )
@@ -676,7 +686,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--sweep runs on PostgreSQL")
         print(
             "tenancy_mw tags-any sweep, PostgreSQL: median of %d runs; required/any = estimated rows (planner"
-            " statistics) of the required tag / of the tags-any tags together; picked = the form TagStore.where"
+            " statistics) of the required tag / of the tags-any tags together; ours / picked = the time and the"
+            " form of TagStore.where"
             " takes for a page over the whole collection" % args.repeats
         )
         print("\n".join(sweep(args.repeats, log)))

@@ -56,7 +56,6 @@ from tenancy_mw.core.sql import URL, compiles, postgresql, sa, sqlite
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, TagQuery, validate_tag
 from tenancy_mw.tags.sql import (
     GROUPED_ANY_SMALL,
-    GROUPED_MIN_CANDIDATES,
     MYSQL_SEMI_JOIN_MAX,
     TAG_LOCKS,
     TAGS,
@@ -263,8 +262,8 @@ class TagStore:
         counts it can use.  *candidates*: about how many rows the caller's
         whole query leaves before this condition, its filters and paging
         marker included (see there; ``None``, the default, whenever it is
-        not known).  Given at least
-        :data:`~tenancy_mw.tags.sql.GROUPED_MIN_CANDIDATES` on PostgreSQL, the
+        not known).  Given more than
+        :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` on PostgreSQL, the
         counts are PostgreSQL's own statistics (:meth:`tag_statistics`),
         read once per ``statistics_ttl`` seconds on *connection* (the
         caller's, so no second connection is taken from the pool) or on one
@@ -300,14 +299,26 @@ class TagStore:
         """
         _check_candidates(candidates)
         _check_connection(connection)
-        counts = None
-        if self._mysql:
-            counts = self._mysql_estimates(query, resource_id, marker, connection)
-        elif candidates is not None and candidates >= GROUPED_MIN_CANDIDATES and self._postgresql:
-            counts = self._estimated_counts(query, connection)
-            if counts and marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
-                counts = self._after_marker(counts, marker, connection)
+        counts = self._counts_for(query, resource_id, candidates, marker, connection)
         return query.where(resource_id, self.tags, counts, candidates, marker=marker, limit=limit)
+
+    def _counts_for(
+        self,
+        query: TagQuery,
+        resource_id: sa.ColumnElement,
+        candidates: int | None,
+        marker: str | None,
+        connection: sa.Connection | None,
+    ) -> dict[str, int] | None:
+        """The tag counts :meth:`where` passes, each database's own (``None`` where its SQL needs none)."""
+        if self._mysql:
+            return self._mysql_estimates(query, resource_id, marker, connection)
+        if not (self._postgresql and candidates is not None and candidates > GROUPED_ANY_SMALL):
+            return None
+        counts = self._estimated_counts(query, connection)
+        if counts and marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
+            counts = self._after_marker(counts, marker, connection)
+        return counts
 
     def apply(
         self,

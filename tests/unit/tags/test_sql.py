@@ -336,6 +336,20 @@ def test_few_candidates_keep_the_semi_join_whatever_the_counts():
     assert _grouped("tags-any=x,y", {"x": 1, "y": 1}, candidates=GROUPED_MIN_CANDIDATES)
 
 
+def test_fewer_candidates_than_grouping_needs_but_more_than_the_set_hash_each_tag():
+    """A filtered page of 62,000 candidates: one EXISTS per tag hashes a middling set once, as over the whole table."""
+    middling = {"x": GROUPED_ANY_SMALL // 2 + 1, "y": GROUPED_ANY_SMALL // 2 + 1}
+    rows = sum(middling.values())
+    assert _pg_form("tags-any=x,y", middling, candidates=rows) == "per-tag"
+    assert _pg_form("tags-any=x,y&not-tags=a", middling, candidates=rows) == "per-tag"
+    # Fewer candidates than the set's rows, a small set, a required tag, or
+    # no candidates at all: the semi-join probes the candidates.
+    assert _pg_form("tags-any=x,y", middling, candidates=rows - 1) == "semi-join"
+    assert _pg_form("tags-any=x,y", {"x": 1, "y": 1}, candidates=GROUPED_MIN_CANDIDATES - 1) == "semi-join"
+    assert _pg_form("tags=r&tags-any=x,y", middling | {"r": 1}, candidates=rows) == "semi-join"
+    assert _pg_form("tags-any=x,y", middling, candidates=None) == "semi-join"
+
+
 @pytest.mark.parametrize("bad", [-1, 1.5, "12", None, True], ids=["negative", "float", "text", "none", "bool"])
 def test_a_count_that_is_not_a_number_of_resources_is_refused_by_name(bad):
     with pytest.raises(ValueError, match=r"counts\['x'\]"):
