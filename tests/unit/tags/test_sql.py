@@ -692,3 +692,18 @@ def test_postgresqls_in_forms_hold_the_page_without_the_range_said_twice():
     assert text.endswith("loose_things.id > 'm'")
     # The semi-join and one EXISTS per tag keep it last.
     assert text_of(RESOURCES.c.id, "tags-any=b,c", None).endswith("things.id > 'm'")
+
+
+def test_the_driven_forms_required_tags_start_at_the_marker_too():
+    """Each required tag's EXISTS inside the driven IN reads its tag from the marker on, not from the first id."""
+    from sqlalchemy.dialects import postgresql
+
+    counts = {"a": 1, "e": 1, "b": 1, "c": 1}
+    condition = parse_tag_query("tags=a,e&tags-any=b,c").where(
+        RESOURCES.c.id, TABLES.tags, counts, GROUPED_MIN_CANDIDATES, marker="m"
+    )
+    text = str(condition.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+    inner = text[text.index("IN (SELECT") : text.index("GROUP BY")]
+    assert inner.count("EXISTS") == 2
+    # The ids found, and each of the two required tags' rows.
+    assert inner.count("resource_id > 'm'") == 3, text
