@@ -333,7 +333,8 @@ class TagQuery(NamedTuple):
         :param tags: the tag table (default
             :data:`tenancy_mw.tags.sql.TAGS`).
         :param counts: how many resources carry each tag of the query; it
-            only shapes PostgreSQL's SQL, never the rows found.
+            only shapes the SQL of PostgreSQL (with *candidates*) and of
+            MySQL/MariaDB, never the rows found.
         :param candidates: about how many rows the caller's query selects
             before this condition (``None`` for a tenant's own list).
         :param marker: the page starts after this resource id (the page

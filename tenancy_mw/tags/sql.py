@@ -228,7 +228,8 @@ def tag_condition(
         :data:`GROUPED_MIN_CANDIDATES`, only a ``tags-any`` without required
         tags on more than :data:`GROUPED_ANY_SMALL` rows and at most as many
         as the candidates (and :data:`PROBED_ANY_ALONE_MAX`) depends on
-        them: one ``EXISTS`` per tag.
+        them: one ``EXISTS`` per tag.  MySQL's and MariaDB's depends on
+        *counts* whatever the candidates.
     :param marker: the page starts after this resource id (OpenStack's
         ``?marker=``, the last id of the previous page; the page is ordered
         by *resource_id*, ascending).  The condition then holds only for ids

@@ -200,7 +200,7 @@ class TagStore:
             self.tags.metadata.create_all(self.engine, tables=[self.tags, self.locks])
         dialect = self.engine.dialect
         self._sqlite = dialect.name == "sqlite"
-        # Only PostgreSQL's SQL depends on the counts (TagQuery.where).
+        # Only PostgreSQL's and MySQL's SQL depends on the counts (TagQuery.where).
         self._postgresql = dialect.name == "postgresql"
         self._mysql = sql.is_mysql(dialect)
         if dialect.name == "postgresql":
