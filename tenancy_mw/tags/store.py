@@ -130,12 +130,16 @@ def _compile_explain(element: _Explain, compiler, **kwargs) -> str:
     return explain + compiler.process(element.statement, **kwargs)
 
 
-def _explained_tag_rows(conn: sa.Connection, table: sa.Table, tags: Iterable[str], after: str | None) -> dict[str, int]:
+def _explained_tag_rows(
+    conn: sa.Connection, table: sa.Table, tags: Iterable[str], after: str | None
+) -> dict[str, int] | None:
     """MySQL/MariaDB's estimate of each tag's rows (after resource id *after*): one ``EXPLAIN`` each, no row read.
 
     It stops once the tags estimated are on more than
     :data:`~tenancy_mw.tags.sql.MYSQL_SEMI_JOIN_MAX` rows together: the
-    others, left out, count as common, which decides the same.
+    others, left out, count as common, which decides the same.  ``None``
+    when the plan has no ``rows`` column (MySQL's ``explain_format`` set to
+    ``JSON`` or ``TREE``): no estimate, rather than every tag on no row.
     """
     counts: dict[str, int] = {}
     for tag in sorted(tags):
@@ -143,6 +147,8 @@ def _explained_tag_rows(conn: sa.Connection, table: sa.Table, tags: Iterable[str
         if after is not None:
             rows = rows.where(table.c.resource_id > after)
         plan = conn.execute(_Explain(rows)).mappings().first()
+        if plan is not None and "rows" not in plan:
+            return None
         # No plan row, or none counted: a range the optimizer found empty.
         counts[tag] = int((plan and plan.get("rows")) or 0)
         if sum(counts.values()) > MYSQL_SEMI_JOIN_MAX:
@@ -431,10 +437,13 @@ class TagStore:
         exact = _shared_order(resource_id.type, self.tags.c.resource_id.type) == "exact"
         after = marker if exact else None
         try:
-            return self._read_on(connection, lambda conn: _explained_tag_rows(conn, self.tags, simple[1], after))
+            counts = self._read_on(connection, lambda conn: _explained_tag_rows(conn, self.tags, simple[1], after))
         except sa.exc.SQLAlchemyError as exc:
             LOG.warning("Could not ask MySQL for its estimate of a tag query's rows: %s", sql.error_summary(exc))
             return None
+        if counts is None:
+            LOG.warning("MySQL's EXPLAIN of %s gave no rows column (explain_format not TRADITIONAL?)", self.tags.name)
+        return counts
 
     def _after_marker(self, counts: dict[str, int], marker: str, connection: sa.Connection | None) -> dict[str, int]:
         """*counts* scaled to the tag rows after *marker*, the share PostgreSQL's planner estimates (*counts* if none).
