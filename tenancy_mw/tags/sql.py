@@ -60,7 +60,16 @@ import numbers
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from tenancy_mw.core.sql import ColumnElement, ExactString, InternalTraversal, compiles, is_mysql, sa, table_options
+from tenancy_mw.core.sql import (
+    ColumnElement,
+    ExactString,
+    InternalTraversal,
+    compiles,
+    is_mysql,
+    postgresql,
+    sa,
+    table_options,
+)
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, MAX_TAG_BYTES, TagQuery
 
 __all__ = [
@@ -237,8 +246,9 @@ def tag_condition(
         subquery starts there too: the database reads the tag index from
         the marker on rather than from the first id, where the column's
         type says it sorts as the tag table's (an ``ExactString``; on
-        PostgreSQL and SQLite a string type naming no collation); elsewhere
-        ``resource_id > marker`` alone holds the page.
+        PostgreSQL and SQLite a string type naming no collation, nor in a
+        ``with_variant``, and not ``CITEXT``); elsewhere ``resource_id >
+        marker`` alone holds the page.
     :param limit: the page's size (``LIMIT``), when the caller knows it.
 
     :meth:`tenancy_mw.tags.store.TagStore.where` passes PostgreSQL's own
@@ -394,9 +404,27 @@ def _shared_order(caller: sa.types.TypeEngine, tags: sa.types.TypeEngine) -> str
 
 
 def _order_of(column_type: sa.types.TypeEngine) -> str | None:
-    """``"exact"``, ``"default"`` or ``None`` (unknown) for one column's type (:func:`_shared_order`)."""
+    """``"exact"``, ``"default"`` or ``None`` (unknown) for one column's type (:func:`_shared_order`).
+
+    The type's variants for other databases (``with_variant``) count too:
+    one of them with a collation of its own makes the order unknown, and
+    ``"exact"`` (which only MySQL/MariaDB need) is the type MySQL/MariaDB use.
+    """
+    variants = dict(getattr(column_type, "_variant_mapping", None) or {})
+    kinds = {_own_order_of(each) for each in (column_type, *variants.values())}
+    if None in kinds:
+        return None
+    on_mysql = {_own_order_of(variants.get(name, column_type)) for name in ("mysql", "mariadb")}
+    return "exact" if on_mysql == {"exact"} else "default"
+
+
+def _own_order_of(column_type: sa.types.TypeEngine) -> str | None:
+    """:func:`_order_of` of the type itself, without its variants."""
     if isinstance(column_type, ExactString):
         return "exact"
+    if isinstance(column_type, postgresql.CITEXT):
+        # Case-insensitive, whatever its collation: lower(a) < lower(b).
+        return None
     if isinstance(column_type, sa.types.NullType) or (
         isinstance(column_type, sa.String) and column_type.collation is None
     ):

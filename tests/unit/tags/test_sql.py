@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy.dialects.postgresql import CITEXT
 
 from tenancy_mw.core import sql
 from tenancy_mw.tags import model
@@ -151,21 +152,21 @@ LOOSE_QUERIES = [
 LOOSE_COUNTS = [None, dict.fromkeys("xyz", 10), dict.fromkeys("xyz", 20_000), {"x": 10**6, "y": 20_000, "z": 20_000}]
 
 
+@pytest.mark.parametrize("declared", ["on-the-type", "in-a-variant"])
 @pytest.mark.parametrize("counts", LOOSE_COUNTS, ids=["no-counts", "rare", "middling", "beside-common"])
-def test_pages_keep_the_order_of_a_callers_id_column_that_orders_otherwise(tag_engine, counts):
+def test_pages_keep_the_order_of_a_callers_id_column_that_orders_otherwise(tag_engine, counts, declared):
     """The page is the caller's: after the marker in the order of the caller's id column, not the tag table's.
 
     ``a`` < ``B`` < ``c`` to a case-insensitive column, ``B`` < ``a`` < ``c`` byte-wise: the page after
     ``a`` holds ``B`` when it matches (a range on the tag table's exact ids would leave it out, or let
-    its excluded tag go unseen).
+    its excluded tag go unseen).  The collation may be the type's own or that of the type's variant for
+    the database (``String(40).with_variant(String(40, collation=...), "postgresql")``).
     """
     collation = LOOSE_COLLATIONS[tag_engine.dialect.name]
-    loose = sa.Table(
-        "loose_things",
-        sa.MetaData(),
-        sa.Column("id", sa.String(40, collation=collation), primary_key=True),
-        **sql.table_options(),
-    )
+    id_type = sa.String(40, collation=collation)
+    if declared == "in-a-variant":
+        id_type = sa.String(40).with_variant(id_type, tag_engine.dialect.name)
+    loose = sa.Table("loose_things", sa.MetaData(), sa.Column("id", id_type, primary_key=True), **sql.table_options())
     resources = {"a": {"x"}, "B": {"x", "y"}, "c": {"x", "z"}}
     fill(tag_engine, resources)
     loose.create(tag_engine)
@@ -200,8 +201,13 @@ def test_pages_keep_the_order_of_a_callers_id_column_that_orders_otherwise(tag_e
         (sa.String(40), {"sqlite", "postgresql"}),
         (None, {"sqlite", "postgresql"}),
         (sa.String(40, collation="NOCASE"), set()),
+        # Case-insensitive on PostgreSQL whatever its collation.
+        (CITEXT(40), set()),
+        # A collation of its own on one database is a collation of its own.
+        (sa.String(40).with_variant(sa.String(40, collation="und-x-icu"), "postgresql"), set()),
+        (sql.ExactString(40).with_variant(sa.String(40), "postgresql"), {"sqlite", "postgresql", "mysql"}),
     ],
-    ids=["exact", "plain", "untyped", "own-collation"],
+    ids=["exact", "plain", "untyped", "own-collation", "citext", "collation-in-a-variant", "plain-variant"],
 )
 def test_the_marker_goes_inside_the_tag_subqueries_only_where_the_id_column_sorts_as_the_tag_tables(id_type, inside):
     from sqlalchemy.dialects import mysql, postgresql, sqlite
