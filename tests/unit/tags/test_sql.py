@@ -383,7 +383,8 @@ def _mysql_form(query_string: str, counts, candidates=None, marker=None) -> str:
 
     condition = parse_tag_query(query_string).where(RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker)
     text = str(condition.compile(dialect=mysql.dialect(is_mariadb=True)))
-    return "per-tag" if " OR " in text else "semi-join"
+    # The semi-join is the one EXISTS over tag IN (...); a not-tags-any has an OR of its own on MySQL.
+    return "semi-join" if " IN (" in text else "per-tag"
 
 
 def test_mysql_reads_a_tags_any_whole_only_when_the_counts_say_it_is_small_and_no_tag_is_excluded():
