@@ -194,6 +194,38 @@ def test_pages_keep_the_order_of_a_callers_id_column_that_orders_otherwise(tag_e
         loose.drop(tag_engine)
 
 
+def test_a_page_after_a_marker_on_a_citext_id_column_is_after_it_as_the_column_compares(tag_engine):
+    """PostgreSQL's CITEXT compares case-insensitively: ``b`` is not after ``B``, ``A`` not after ``a``.
+
+    The tag table's ids compare case-sensitively, in one order or another by
+    the database's collation; a range on them would let one of those in (or
+    leave a row out) where the IN forms of tags-any hold the page alone.
+    """
+    if tag_engine.dialect.name != "postgresql":
+        return  # CITEXT is PostgreSQL's
+    with tag_engine.begin() as conn:
+        conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS citext")
+    loose = sa.Table("citext_things", sa.MetaData(), sa.Column("id", CITEXT, primary_key=True))
+    resources = {"A": {"x"}, "b": {"x", "y"}, "c": {"y"}}
+    fill(tag_engine, resources)
+    loose.create(tag_engine)
+    try:
+        with tag_engine.begin() as conn:
+            conn.execute(loose.insert(), [{"id": rid} for rid in resources])
+        query = parse_tag_query("tags-any=x,y")
+        for counts in (None, ALL_RARE | {"x": 1, "y": 1}):
+            candidates = None if counts is None else GROUPED_MIN_CANDIDATES
+            for marker in ("a", "B", "b"):
+                page = sa.select(loose.c.id).order_by(loose.c.id)
+                with tag_engine.connect() as conn:
+                    # The column's own order, as the database compares it.
+                    expected = conn.execute(page.where(loose.c.id > marker)).scalars().all()
+                    tagged = query.apply(page, loose.c.id, TABLES.tags, counts, candidates, marker=marker)
+                    assert conn.execute(tagged).scalars().all() == expected, (marker, counts)
+    finally:
+        loose.drop(tag_engine)
+
+
 @pytest.mark.parametrize(
     ("id_type", "inside"),
     [
