@@ -498,6 +498,23 @@ def _postgresql_form(
     return sa.and_(*required, _has_any(table, page, any_of)), False
 
 
+def _form_settled(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
+    """Whether PostgreSQL's form by *counts* over *candidates* is also the one any smaller counts give.
+
+    Then counts scaled to the tag rows after a marker
+    (:meth:`~tenancy_mw.tags.store.TagStore.where`) would not change it:
+    over :data:`GROUPED_MIN_CANDIDATES` or more, driven (beside a required
+    tag on at most :data:`DRIVEN_REQUIRED_MAX` rows) and grouped without a
+    required tag; over fewer, the semi-join beside a required tag (the
+    counts never matter there) or on at most :data:`GROUPED_ANY_SMALL` rows.
+    """
+    if candidates >= GROUPED_MIN_CANDIDATES:
+        if all_of:
+            return min(_count_of(counts, tag) for tag in all_of) <= DRIVEN_REQUIRED_MAX
+        return _any_is_small(all_of, any_of, counts)
+    return bool(all_of) or not _more_than(counts, any_of, GROUPED_ANY_SMALL)
+
+
 def _more_than(counts: Mapping[str, int], tags: Iterable[str], most: int) -> bool:
     """Whether *tags* are on more than *most* rows together by *counts* (a tag left out: common)."""
     return sum(_count_of(counts, tag) for tag in tags) > most

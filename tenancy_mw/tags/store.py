@@ -56,12 +56,14 @@ from tenancy_mw.core.sql import URL, compiles, postgresql, sa, sqlite
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, TagQuery, validate_tag
 from tenancy_mw.tags.sql import (
     GROUPED_ANY_SMALL,
+    GROUPED_MIN_CANDIDATES,
     MYSQL_SEMI_JOIN_MAX,
     TAG_LOCKS,
     TAGS,
     TagStatistics,
     TagTables,
     _check_candidates,
+    _form_settled,
     _shared_order,
     check_page,
     tag_statistics,
@@ -278,11 +280,14 @@ class TagStore:
         them, a required tag outside them as rare (the ids are then found
         from it: the driven form), and none counts at all when more than
         :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
-        PostgreSQL gathered them.  After a *marker* (where its range goes
+        PostgreSQL gathered them; none is read beside a required tag below
+        :data:`~tenancy_mw.tags.sql.GROUPED_MIN_CANDIDATES` (the form does
+        not depend on them there).  After a *marker* (where its range goes
         inside the tag subqueries) they are scaled to the share of the tag
-        rows after it, as the planner estimates it (two ``EXPLAIN``): a
-        later page reads only those.  A tenant's own list passes no
-        *candidates*, and nothing is read.  On MySQL/MariaDB, for a
+        rows after it, as the planner estimates it (two ``EXPLAIN``, where
+        fewer rows may change the form): a later page reads only those.  A
+        tenant's own list passes no *candidates*, and nothing is read there.
+        On MySQL/MariaDB, for a
         ``tags-any`` beside no excluded tag, the counts are its own estimate
         of each tag's rows after the marker (one ``EXPLAIN`` per tag),
         whatever *candidates*.  *marker* and *limit*: the page
@@ -321,9 +326,13 @@ class TagStore:
             return self._mysql_estimates(query, resource_id, marker, connection)
         if not (self._postgresql and candidates is not None and candidates > GROUPED_ANY_SMALL):
             return None
+        simple = query.simplified()
+        if simple is None or (candidates < GROUPED_MIN_CANDIDATES and simple[0]):
+            return None  # the semi-join whatever the counts: none is read
         counts = self._estimated_counts(query, connection)
         if counts and marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
-            counts = self._after_marker(counts, marker, connection)
+            if not _form_settled(simple[0], simple[1], counts, candidates):
+                counts = self._after_marker(counts, marker, connection)
         return counts
 
     def apply(
@@ -449,7 +458,8 @@ class TagStore:
         """*counts* scaled to the tag rows after *marker*, the share PostgreSQL's planner estimates (*counts* if none).
 
         The marker's range goes inside the tag subqueries, so a later page
-        reads only that share of each tag's rows, and the form is chosen for it.
+        reads only that share of each tag's rows, and the form is chosen for
+        it (:meth:`where` asks only where fewer rows may change the form).
         """
         ids = sa.select(self.tags.c.resource_id)
         after = self.planned_rows(ids, self.tags.c.resource_id, marker, connection)

@@ -289,6 +289,36 @@ def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
         tag_store.close()
 
 
+def test_where_reads_only_what_can_change_the_form(migrated_url):
+    """No EXPLAIN of the share after the marker where fewer rows keep the form; no statistics where they never count."""
+    if not migrated_url.startswith("postgresql"):
+        return  # only PostgreSQL's counts are scaled to the marker
+    tag_store = TagStore(migrated_url)
+    fresh = TagStore(migrated_url, statistics_ttl=0)
+    try:
+        common = {"big": 500_000, "large": 150_000, "mid": 60_000, "least": 7_000}
+        tag_store._statistics = (TagStatistics(common, other=1_000, changed=0), float("inf"))
+        servers = sa.table("servers", sa.column("id", sql.ExactString(40)))
+
+        def page_after(store, query_string, candidates=GROUPED_MIN_CANDIDATES):
+            with _Statements(store.engine) as sent:
+                condition = store.where(parse_tag_query(query_string), servers.c.id, candidates, marker="m")
+            return _form_of(str(condition.compile(store.engine))), len(sent)
+
+        # Fewer rows keep the driven form, and the grouped one without a required tag.
+        assert page_after(tag_store, "tags=rare&tags-any=x,y") == ("driven", 0)
+        assert page_after(tag_store, "tags-any=x,y") == ("grouped", 0)
+        # Fewer candidates than grouping needs: the semi-join for a small set whatever the share.
+        assert page_after(tag_store, "tags-any=x,y", GROUPED_MIN_CANDIDATES - 1) == ("semi-join", 0)
+        # Beside a required tag there, the counts never count: not even the statistics are read.
+        assert page_after(fresh, "tags=rare&tags-any=x,y", GROUPED_MIN_CANDIDATES - 1) == ("semi-join", 0)
+        # A form that fewer rows could change: the planner is asked for the share.
+        assert page_after(tag_store, "tags-any=mid,least")[1] == 2
+    finally:
+        tag_store.close()
+        fresh.close()
+
+
 def test_reading_statistics_leaves_the_callers_connection_as_it_was(migrated_url):
     tag_store = TagStore(migrated_url, statistics_ttl=0)
     servers = sa.table("servers", sa.column("id"))
