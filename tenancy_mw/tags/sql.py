@@ -234,11 +234,8 @@ def tag_condition(
         administrator's list of every tenant's resources) passes the table's
         row count or an estimate of it; a tenant's own list passes nothing.
         ``None``: PostgreSQL's SQL does not depend on *counts*; below
-        :data:`GROUPED_MIN_CANDIDATES`, only a ``tags-any`` without required
-        tags on more than :data:`GROUPED_ANY_SMALL` rows and at most as many
-        as the candidates (and :data:`PROBED_ANY_ALONE_MAX`) depends on
-        them: one ``EXISTS`` per tag.  MySQL's and MariaDB's depends on
-        *counts* whatever the candidates.
+        :data:`GROUPED_MIN_CANDIDATES`, only that of a middling ``tags-any``
+        without required tags does (the module doc).
     :param marker: the page starts after this resource id (OpenStack's
         ``?marker=``, the last id of the previous page; the page is ordered
         by *resource_id*, ascending).  The condition then holds only for ids
@@ -434,9 +431,14 @@ def _own_order_of(column_type: sa.types.TypeEngine) -> str | None:
 
 def check_page(marker: object, limit: object) -> None:
     """:class:`ValueError` unless *marker* is ``None`` or a resource id, and *limit* ``None`` or 1 or more."""
-    if marker is not None and not (isinstance(marker, str) and 1 <= len(marker) <= MAX_RESOURCE_ID_LENGTH):
+    # No NUL: no resource id holds one (PostgreSQL's text cannot), and
+    # PostgreSQL's driver would refuse the statement with it.
+    if marker is not None and not (
+        isinstance(marker, str) and 1 <= len(marker) <= MAX_RESOURCE_ID_LENGTH and "\x00" not in marker
+    ):
         raise ValueError(
-            "marker must be a resource id (a string of 1 to %d characters), not %r" % (MAX_RESOURCE_ID_LENGTH, marker)
+            "marker must be a resource id (a string of 1 to %d characters, no NUL), not %r"
+            % (MAX_RESOURCE_ID_LENGTH, marker)
         )
     if limit is not None and not (_is_count(limit) and int(limit) >= 1):  # type: ignore[call-overload]
         raise ValueError("limit must be a number of rows (an int of 1 or more), not %r" % (limit,))

@@ -255,8 +255,17 @@ def test_the_marker_goes_inside_the_tag_subqueries_only_where_the_id_column_sort
 
 @pytest.mark.parametrize(
     ("marker", "limit"),
-    [("", None), (None, 0), (None, -1), (None, 1.5), (None, True), (7, None), ("x" * 256, None)],
-    ids=["empty-marker", "zero-limit", "negative-limit", "float-limit", "bool-limit", "int-marker", "long-marker"],
+    [("", None), (None, 0), (None, -1), (None, 1.5), (None, True), (7, None), ("x" * 256, None), ("a\x00b", None)],
+    ids=[
+        "empty-marker",
+        "zero-limit",
+        "negative-limit",
+        "float-limit",
+        "bool-limit",
+        "int-marker",
+        "long-marker",
+        "nul-marker",
+    ],
 )
 def test_a_page_that_is_not_a_marker_and_a_limit_is_refused_naming_it(marker, limit):
     with pytest.raises(ValueError, match="marker" if limit is None else "limit"):
