@@ -158,6 +158,14 @@ def _explained_tag_rows(
     return counts
 
 
+def _autocommits(connection: sa.Connection) -> bool:
+    """Whether *connection* runs in ``AUTOCOMMIT`` (its own option, or its engine's)."""
+    if connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+        return True
+    # The engine's isolation_level shows only here (SQLAlchemy 2.x).
+    return bool(getattr(connection, "_is_autocommit_isolation", lambda: False)())
+
+
 def _check_connection(connection: object) -> None:
     if connection is not None and not isinstance(connection, sa.Connection):
         raise TypeError(
@@ -523,10 +531,17 @@ class TagStore:
             return None
 
     def _read_on(self, connection: sa.Connection | None, read):
-        """*read(conn)* on *connection*, left as it was (a savepoint inside its transaction), or on the store's own."""
+        """*read(conn)* on *connection*, left as it was (a savepoint inside its transaction), or on the store's own.
+
+        A connection in ``AUTOCOMMIT`` reads as it is.
+        """
         if connection is None:
             with self.engine.connect() as own:
                 return read(own)
+        if _autocommits(connection):
+            # Each statement is its own transaction: nothing to leave as it
+            # was, and a savepoint outside a transaction block is an error.
+            return read(connection)
         if connection.in_transaction():
             with connection.begin_nested():
                 return read(connection)

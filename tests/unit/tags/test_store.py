@@ -519,6 +519,35 @@ def test_postgresql_chooses_the_form_for_the_tag_rows_after_the_marker(make_data
         store.close()
 
 
+@pytest.mark.parametrize("backend", ["postgresql", "mariadb"])
+def test_a_connection_in_autocommit_gets_the_estimates_too(make_database, backend, caplog):
+    """No savepoint outside a transaction block: an AUTOCOMMIT connection is read as it is, and nothing is logged."""
+    url = make_database(backend)
+    migrations.upgrade(url, ["tags"])
+    store = TagStore(url)
+    try:
+        store.replace_tags("s1", ["r", "x"])
+        store.replace_tags("s2", ["y"])
+        _analysed(store)
+        servers = _servers(store, ["s1", "s2"])
+        query = parse_tag_query("tags=r&tags-any=x,y")
+        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(sa.select(servers.c.id)).all()  # the caller's own work first
+            condition = store.where(query, servers.c.id, GROUPED_MIN_CANDIDATES, connection=conn)
+            assert conn.execute(sa.select(servers.c.id).where(condition)).scalars().all() == ["s1"]
+            if backend == "postgresql":
+                assert store.tag_statistics(conn) is not None
+        assert not [record for record in caplog.records if record.levelname == "WARNING"], caplog.text
+        # MariaDB's estimate (two rows) keeps the semi-join beside the required
+        # tag; without one it would be one EXISTS per tag.  PostgreSQL's
+        # statistics make it the driven form.
+        expected = {"postgresql": "driven", "mariadb": "semi-join"}[backend]
+        assert _form_of(str(condition.compile(store.engine))) == expected
+        servers.drop(store.engine)
+    finally:
+        store.close()
+
+
 class _Status(enum.Enum):
     ACTIVE = "active"
     ERROR = "error"
