@@ -267,11 +267,6 @@ class _Counts(NamedTuple):
     tags: Mapping[str, int] | None
     candidates: int | None
 
-    @property
-    def mysql(self) -> Mapping[str, int] | None:
-        """MySQL/MariaDB's form reads the counts whatever the candidates."""
-        return self.tags
-
 
 def _paged_condition(
     table: sa.Table, resource_id: sa.ColumnElement, marker: str | None, simple: tuple, counts: _Counts
@@ -465,27 +460,34 @@ def _positive_condition(
     # and never beside a NOT EXISTS (MariaDB 10.11 then took 15 to 88 times
     # as long: bench/tags.py combined rare, any+not-tags).  Without counts,
     # the semi-join for a tags-any alone, as always before.
-    small = counts.mysql is not None and not _more_than(counts.mysql, any_of, MYSQL_SEMI_JOIN_MAX)
-    mysql_form = semi_join if positive and (small or (counts.mysql is None and not all_of)) else per_tag
-    postgresql_form, found_in_tags = _postgresql_form(table, page, all_of, any_of, counts)
+    small = counts.tags is not None and not _more_than(counts.tags, any_of, MYSQL_SEMI_JOIN_MAX)
+    mysql_form = semi_join if positive and (small or (counts.tags is None and not all_of)) else per_tag
+    postgresql_form, found_in_tags = _postgresql_form(table, page, all_of, any_of, counts, semi_join, per_tag)
     condition = _DialectVariant(semi_join, mysql=mysql_form, postgresql=postgresql_form)
     return condition, found_in_tags and page.ranged
 
 
 def _postgresql_form(
-    table: sa.Table, page: _Page, all_of: frozenset, any_of: frozenset, counts: _Counts
+    table: sa.Table,
+    page: _Page,
+    all_of: frozenset,
+    any_of: frozenset,
+    counts: _Counts,
+    semi_join: sa.ColumnElement,
+    per_tag: sa.ColumnElement,
 ) -> tuple[sa.ColumnElement, bool]:
-    """PostgreSQL's form of the required tags and ``tags-any`` (no counts or candidates: the semi-join).
+    """PostgreSQL's form of the required tags and ``tags-any``: *semi_join* without counts or candidates.
 
-    With whether it is an ``IN`` of ids found in the tag table (driven or grouped).
+    *per_tag* is one ``EXISTS`` per ``tags-any`` tag beside the required
+    tags.  With whether the form is an ``IN`` of ids found in the tag table
+    (driven or grouped).
     """
-    required = [_has_tag(table, page, tag) for tag in sorted(all_of)]
     tags, candidates = counts
-    per_tag = sa.or_(*[_has_tag(table, page.probed(), tag) for tag in sorted(any_of)])
     if tags is not None and candidates is not None and candidates >= GROUPED_MIN_CANDIDATES:
         if all_of and min(_count_of(tags, tag) for tag in all_of) <= DRIVEN_REQUIRED_MAX:
             return _in_positive_set(table, page, all_of, any_of), True
         if _any_is_small(all_of, any_of, tags):
+            required = [_has_tag(table, page, tag) for tag in sorted(all_of)]
             return sa.and_(*required, _in_grouped(table, page, any_of)), True
         if not all_of and not _more_than(tags, any_of, PROBED_ANY_ALONE_MAX):
             return per_tag, False
@@ -497,7 +499,7 @@ def _postgresql_form(
         rows = sum(_count_of(tags, tag) for tag in any_of)
         if GROUPED_ANY_SMALL < rows <= min(PROBED_ANY_ALONE_MAX, candidates):
             return per_tag, False
-    return sa.and_(*required, _has_any(table, page, any_of)), False
+    return semi_join, False
 
 
 def _form_settled(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
