@@ -210,8 +210,6 @@ def _cell_engine(url: str, timeout: float, pool_size: int, pool_recycle: int) ->
     engine = sql.create_engine(url, **args)
     if backend in ("mysql", "mariadb"):
         sa.event.listen(engine, "connect", _statement_time_limit(timeout))
-    if backend == "sqlite" and not in_memory:
-        sa.event.listen(engine, "connect", _busy_timeout(timeout))
     return engine
 
 
@@ -232,21 +230,6 @@ def _statement_time_limit(seconds: float) -> Callable[[Any, Any], None]:
             cursor.close()
 
     return set_statement_time
-
-
-def _busy_timeout(timeout: float) -> Callable[[Any, Any], None]:
-    """A ``connect`` listener that makes SQLite wait at most *timeout* for another process's write."""
-    milliseconds = max(1, int(timeout * 1000))
-
-    def set_busy_timeout(dbapi_connection, _record):
-        # After tenancy_mw.core.sql's own (30 s, for writers): a lookup waits no longer than its timeout.
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute("PRAGMA busy_timeout = %d" % milliseconds)
-        finally:
-            cursor.close()
-
-    return set_busy_timeout
 
 
 class _SocketCutter:

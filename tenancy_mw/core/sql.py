@@ -149,8 +149,8 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
     """Make each SQLite connection fit for several worker processes."""
     cursor = dbapi_connection.cursor()
     try:
-        # Set before WAL: switching the journal mode itself may have to wait.
-        cursor.execute("PRAGMA busy_timeout = %d" % (SQLITE_BUSY_TIMEOUT * 1000))
+        # The busy timeout is pysqlite's ``timeout`` (connect_args), set when it
+        # connects, before this: a caller's own value stands.
         # WAL: readers never block the writer and the writer never blocks readers.
         cursor.execute("PRAGMA journal_mode = WAL")
         # WAL keeps its durability guarantees with NORMAL, and it is faster.

@@ -139,17 +139,8 @@ class SqlStore:
         engine_args: dict[str, Any] = {"connect_args": _connect_args(url, timeout)}
         if url.get_backend_name() != "sqlite" or url.database not in (None, "", ":memory:"):
             engine_args["pool_timeout"] = timeout  # an in-memory SQLite pool does not wait
+        # On SQLite the driver's timeout is its busy timeout: a writer waits at most *timeout*.
         self.engine = sql.create_engine(url, **engine_args)
-        if url.get_backend_name() == "sqlite":
-            busy_ms = int(timeout * 1000)
-
-            @sa.event.listens_for(self.engine, "connect")
-            def _busy_timeout(dbapi_connection, _record):
-                # After tenancy_mw.core.sql's own listener, which sets a longer one.
-                cursor = dbapi_connection.cursor()
-                cursor.execute("PRAGMA busy_timeout = %d" % busy_ms)
-                cursor.close()
-
         self.round_trips = 0
         self.purge_interval = purge_interval
         self._clock = clock

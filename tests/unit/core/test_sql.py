@@ -55,6 +55,8 @@ def test_sqlite_locked_database_is_not_retryable(make_database):
     engine, table = _engine_with_rows(make_database("sqlite"), connect_args={"timeout": 0})
     try:
         with engine.connect() as first, engine.connect() as second:
+            # The caller's timeout stands (the engine's own default is SQLITE_BUSY_TIMEOUT).
+            assert second.exec_driver_sql("PRAGMA busy_timeout").scalar() == 0
             first.exec_driver_sql("BEGIN IMMEDIATE")
             _bump(first, table, 1)
             with pytest.raises(sa.exc.OperationalError) as raised:
