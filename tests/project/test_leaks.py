@@ -41,6 +41,27 @@ def test_cycle_freed_later(tmp_path):
     holder["self"] = holder
 
 
+@pytest.fixture
+def engine_left_open(tmp_path):
+    engine = sa.create_engine("sqlite:///%s" % (tmp_path / "g.sqlite"))
+    with engine.connect():
+        pass
+    return engine
+
+
+def test_function_fixture_leaks(engine_left_open):
+    pass
+
+
+def test_fails_holding_a_connection(tmp_path):
+    connection = sqlite3.connect(tmp_path / "h.sqlite")
+    assert connection is None
+
+
+def test_after_the_failure():
+    pass
+
+
 @pytest.fixture(scope="module")
 def module_connection(tmp_path_factory):
     yield sqlite3.connect(tmp_path_factory.mktemp("s") / "f.sqlite")
@@ -90,6 +111,13 @@ def test_each_leak_fails_its_own_test(tmp_path):
     cycle = out.split("ERROR at teardown of test_cycle_freed_later")[1].split("ERROR at")[0]
     assert "e.sqlite" in cycle, out[-3000:]
     assert "unclosed <socket.socket" in cycle, out[-3000:]
+    # A function fixture's leak is its test's; a failed test's, held by its traceback until the next test
+    # runs, the next test's.
+    fixture = out.split("ERROR at teardown of test_function_fixture_leaks")[1].split("ERROR at")[0]
+    assert "g.sqlite" in fixture, out[-3000:]
+    assert "FAILED test_leaky.py::test_fails_holding_a_connection" in out, out[-3000:]
+    after_failure = out.split("ERROR at teardown of test_after_the_failure")[1].split("ERROR at")[0]
+    assert "h.sqlite" in after_failure, out[-3000:]
     # The module fixture's connection is freed after the module's last test, which reports it.
     last = out.split("ERROR at teardown of test_after_the_leaks")[1]
     assert "f.sqlite" in last, out[-3000:]

@@ -12,9 +12,10 @@ doctests of the package, ``doc/`` and ``README.rst`` too), every
 :class:`CheckedConnection`, which records the place that opened it and
 notes, when freed, that it was never closed.  After each test's teardown
 the collector runs (only when the test opened a connection or one is still
-open, so the rest of the suite pays nothing; what survives it is frozen,
-:func:`gc.freeze`, so the next one looks only at newer objects, until the
-last test of a module or class, whose fixtures end) and the
+open, so the rest of the suite pays nothing; what survives a passing
+test's collection is frozen, :func:`gc.freeze`, so the next one looks only
+at newer objects, until the last test of a module or class, whose fixtures
+end) and the
 test fails with an error naming where each leaked connection was opened.  A leak found only
 after the last test, a SQLite connection or anything else that warns when
 the collector frees it (a socket or file left in a reference cycle), fails
@@ -46,6 +47,8 @@ _leaked: list[str] = []
 _open: weakref.WeakSet[CheckedConnection] = weakref.WeakSet()
 _opened = 0
 _opened_at_last_check = 0
+#: The last test failed: the next check unfreezes first (its traceback was kept alive).
+_unfreeze_next = False
 _original_connect = sqlite3.connect
 _NOT_THE_OPENER = (__file__, "/sqlalchemy/", "/_pytest/", "/pytest/", "/pluggy/", "<frozen ")
 
@@ -88,7 +91,8 @@ def _leaks_since_last_check(freeze_survivors: bool = False) -> list[str]:
     """Collect garbage when a connection was opened or is open, and return (and forget) what leaked.
 
     *freeze_survivors*: leave what survives the collection out of later ones
-    (:func:`gc.freeze`; the collection after the last test unfreezes it).
+    (:func:`gc.freeze`), until :func:`pytest_runtest_teardown` or the end
+    of the session unfreezes it.
     """
     global _opened_at_last_check
     found: list[str] = []
@@ -100,8 +104,8 @@ def _leaks_since_last_check(freeze_survivors: bool = False) -> list[str]:
         if freeze_survivors:
             # Each test's collection then looks at that test's objects, not at the
             # whole suite's (0.8 s a test before).  A connection freed by its last
-            # reference is still reported at once; a cycle made wholly of older
-            # objects, with the module's or class's last test.
+            # reference is still reported at once; one in a cycle with a frozen
+            # object, at the next unfreeze.
             gc.freeze()
     found[:0] = _leaked
     del _leaked[:]
@@ -137,12 +141,21 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     """After the test's own teardown: fail it when it leaked a SQLite connection."""
+    global _unfreeze_next
     result = yield
-    if nextitem is None or nextitem.parent is not item.parent:
-        # The module's or class's fixtures were just torn down: what they held
-        # (long frozen) is looked at too, so their leak is this test's.
+    # pytest lets go of the test's fixture values only after this hook: now,
+    # so a leak among them is freed, not frozen.
+    if isinstance(getattr(item, "funcargs", None), dict):
+        item.funcargs.clear()
+    if _unfreeze_next or nextitem is None or nextitem.parent is not item.parent:
+        # After a failed test (its traceback, held until the next test runs,
+        # keeps its locals) or once a module's or class's fixtures are torn
+        # down, what was frozen is looked at again, so a leak of theirs is
+        # found now rather than at a later unfreeze.
         gc.unfreeze()
-    leaked = _leaks_since_last_check(freeze_survivors=True)
+    failed = getattr(sys, "last_value", None) is not None
+    _unfreeze_next = failed
+    leaked = _leaks_since_last_check(freeze_survivors=not failed)
     if leaked:
         raise LeakedConnections("%d leak(s):\n%s" % (len(leaked), "\n".join(leaked)))
     return result
