@@ -131,8 +131,10 @@ def create_engine(url: str | URL, **engine_args: Any) -> sa.Engine:
         if path and path != ":memory:" and not path.startswith("file:"):
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         connect_args = dict(engine_args.pop("connect_args", {}))
-        # pysqlite's timeout is SQLite's busy timeout.
-        connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT)
+        # pysqlite's timeout is SQLite's busy timeout; a caller's (connect_args
+        # or the URL's ?timeout=) stands.
+        if "timeout" not in url.query:
+            connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT)
         engine_args["connect_args"] = connect_args
     else:
         engine_args.setdefault("pool_pre_ping", True)

@@ -71,6 +71,23 @@ def test_sqlite_locked_database_is_not_retryable(make_database):
         engine.dispose()
 
 
+@pytest.mark.parametrize(
+    ("query", "connect_args", "milliseconds"),
+    [
+        ("", {}, sql.SQLITE_BUSY_TIMEOUT * 1000),
+        ("?timeout=9", {}, 9000),
+        ("", {"timeout": 2}, 2000),
+    ],
+)
+def test_a_sqlite_writer_waits_the_busy_timeout_its_caller_gave(tmp_path, query, connect_args, milliseconds):
+    engine = sql.create_engine("sqlite:///%s%s" % (tmp_path / "busy.sqlite", query), connect_args=connect_args)
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == milliseconds
+    finally:
+        engine.dispose()
+
+
 @pytest.mark.parametrize("backend", SERVERS)
 def test_a_lock_not_had_in_time_is_retryable_for_a_job_that_can_wait(make_database, backend):
     # PostgreSQL's lock_timeout raises 55P03 (retryable only with lock_wait);
