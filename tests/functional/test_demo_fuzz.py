@@ -43,8 +43,8 @@ from tests.support.servers import http_request, raw_request
 SEED = int(os.environ.get("DEMO_FUZZ_SEED", "20261126"))
 EXAMPLES = int(os.environ.get("DEMO_FUZZ_EXAMPLES", "20"))
 #: Each endpoint's run stops here at the latest: a guard against a hung run, not a speed goal (at the
-#: default examples a run takes under a minute on a quiet machine, and passed 75 s on a 2-core one
-#: busy with the other suites of `make test`); more examples, more time.
+#: default examples a run takes under a minute on a quiet machine, and took over 75 s on a 2-core
+#: one busy with the other suites of `make test`); more examples, more time.
 RUN_TIMEOUT = 300.0 * max(1.0, EXAMPLES / 20)
 #: Cases of each admin call sent to the public endpoint.
 ADMIN_CALL_EXAMPLES = 15
