@@ -120,8 +120,8 @@ test: $(STAMP)-test programs services lint docs-check openstack-venv
 # tests answer within their timeouts; the four together take about half the time
 # of one after another where the slow tests wait more than they compute.  (A fifth
 # run, the OpenStack tests apart, starved the niced suites on a 2-core machine:
-# bench/load.py's niced servers then missed their 10 s answers.)  Each prints whole when it ends (--output-sync); a
-# failing one says so in a "make test:" line, and the others still run (-k).
+# bench/load.py's niced servers then missed their 10 s answers.)  Each prints
+# whole when it ends (--output-sync); a failing one says so in a "make test:" line, and the others still run (-k).
 SUITES = test-main-slow test-main-fast $(addprefix test-python,$(OTHER_PYTHONS))
 NICE ?= nice -n 10
 .PHONY: test-suites test-main-slow test-main-fast

@@ -151,8 +151,7 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
     """Make each SQLite connection fit for several worker processes."""
     cursor = dbapi_connection.cursor()
     try:
-        # The busy timeout is pysqlite's ``timeout`` (connect_args), set when it
-        # connects, before this: a caller's own value stands.
+        # No busy timeout here: pysqlite set create_engine's (or the caller's) on connecting.
         # WAL: readers never block the writer and the writer never blocks readers.
         cursor.execute("PRAGMA journal_mode = WAL")
         # WAL keeps its durability guarantees with NORMAL, and it is faster.

@@ -15,9 +15,8 @@ the collector runs (only when the test opened a connection or one is still
 open, so the rest of the suite pays nothing; what survives a passing
 test's collection is frozen, :func:`gc.freeze`, so the next one looks only
 at newer objects, until the last test of a module or class, whose fixtures
-end) and the
-test fails with an error naming where each leaked connection was opened.  A leak found only
-after the last test, a SQLite connection or anything else that warns when
+end) and the test fails with an error naming where each leaked connection
+was opened.  A leak found only after the last test, a SQLite connection or anything else that warns when
 the collector frees it (a socket or file left in a reference cycle), fails
 the run.
 """
