@@ -39,10 +39,12 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   :data:`MYSQL_SEMI_JOIN_MAX` rows; on PostgreSQL, given
   *candidates* (at least :data:`GROUPED_MIN_CANDIDATES`) and *counts*,
   driven from the tag table beside a rare-ish required tag
-  (:data:`DRIVEN_REQUIRED_MAX`), grouped when its tags are on few rows
-  (:data:`GROUPED_ANY_MAX`), one ``EXISTS`` per tag without a required tag
-  at middling sizes (:data:`PROBED_ANY_ALONE_MAX`; over fewer candidates
-  too, when they are at least as many as its rows);
+  (:data:`DRIVEN_REQUIRED_MAX`) when the rows it reads are few beside the
+  candidates (:data:`DRIVEN_MAX_SHARE`), grouped when its tags are on few
+  rows (:data:`GROUPED_ANY_MAX`), one ``EXISTS`` per tag without a required
+  tag at middling sizes (:data:`PROBED_ANY_ALONE_MAX`); over fewer
+  candidates, one ``EXISTS`` per tag for a middling set alone that they
+  outnumber, or beside a required tag rarer than the set and than them;
 - a *marker*: ``resource_id > marker``, last (on PostgreSQL left out where
   ``any_of`` is a driven or grouped ``IN``, which holds it), and the same range inside the
   subqueries the database joins (not those it probes per row under an
@@ -78,6 +80,7 @@ __all__ = [
     "GROUPED_ANY_REQUIRED_MAX",
     "GROUPED_ANY_SMALL",
     "GROUPED_MIN_CANDIDATES",
+    "DRIVEN_MAX_SHARE",
     "DRIVEN_REQUIRED_MAX",
     "MYSQL_SEMI_JOIN_MAX",
     "PROBED_ANY_ALONE_MAX",
@@ -115,6 +118,16 @@ GROUPED_ANY_REQUIRED_MAX = 200_000
 #: reads a row of the caller's table (``tags=tag0100&tags-any=tag0030,tag0040``:
 #: 10 ms against 47 ms for one ``EXISTS`` per tag).
 DRIVEN_REQUIRED_MAX = 75_000
+#: On PostgreSQL the driven form reads its tags' rows whole whatever the
+#: page, and the other forms a share of them in proportion to the
+#: candidates; so it is taken only when the rarest required tag's rows and
+#: the ``tags-any`` set's together are at most this share of the candidates
+#: (``bench/tags.py --sweep``: ``tags=tag0100&tags-any=tag0008,tag0012``,
+#: 150,000 rows, over ~250,000 candidates driven 89 ms against 29 ms for
+#: the semi-join, over a million 79 against 86; ``tags=tag0020`` beside
+#: sets of 172,000 and 225,000 rows over a million, driven 186 and 144 ms
+#: against 103 and 108 for the semi-join).
+DRIVEN_MAX_SHARE = 0.2
 #: On PostgreSQL, given counts, ``tags-any`` alone on more than
 #: :data:`GROUPED_ANY_SMALL` rows and at most this many is one ``EXISTS`` per
 #: tag under an ``OR``: PostgreSQL hashes each tag's ids once and scans the
@@ -235,7 +248,8 @@ def tag_condition(
         row count or an estimate of it; a tenant's own list passes nothing.
         ``None``: PostgreSQL's SQL does not depend on *counts*; below
         :data:`GROUPED_MIN_CANDIDATES`, only that of a middling ``tags-any``
-        without required tags does (the module doc).
+        without required tags and of a ``tags-any`` beside required tags
+        does (the module doc).
     :param marker: the page starts after this resource id (OpenStack's
         ``?marker=``, the last id of the previous page; the page is ordered
         by *resource_id*, ascending).  The condition then holds only for ids
@@ -484,22 +498,53 @@ def _postgresql_form(
     """
     tags, candidates = counts
     if tags is not None and candidates is not None and candidates >= GROUPED_MIN_CANDIDATES:
-        if all_of and min(_count_of(tags, tag) for tag in all_of) <= DRIVEN_REQUIRED_MAX:
+        if all_of and _driven(all_of, any_of, tags, candidates):
             return _in_positive_set(table, page, all_of, any_of), True
         if _any_is_small(all_of, any_of, tags):
             required = [_has_tag(table, page, tag) for tag in sorted(all_of)]
             return sa.and_(*required, _in_grouped(table, page, any_of)), True
         if not all_of and not _more_than(tags, any_of, PROBED_ANY_ALONE_MAX):
             return per_tag, False
-    elif tags is not None and candidates is not None and not all_of:
-        # Fewer candidates, though at least as many as the set's rows: PostgreSQL
-        # still hashes each tag's ids once rather than probe the semi-join
-        # per row (bench/tags.py --sweep, ~62,000 candidates: any+not-any
-        # 22 ms against 110 ms, tags-any of 44,000 rows 16 ms against 32 ms).
-        rows = sum(_count_of(tags, tag) for tag in any_of)
-        if GROUPED_ANY_SMALL < rows <= min(PROBED_ANY_ALONE_MAX, candidates):
-            return per_tag, False
+    elif tags is not None and candidates is not None and _probed_over_few(all_of, any_of, tags, candidates):
+        return per_tag, False
     return semi_join, False
+
+
+def _driven(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
+    """Whether PostgreSQL finds the ids beside required tags faster from the tag table alone (the driven form).
+
+    The rarest required tag on at most :data:`DRIVEN_REQUIRED_MAX` rows, and
+    its rows with the set's at most :data:`DRIVEN_MAX_SHARE` of the candidates.
+    """
+    rarest = min(_count_of(counts, tag) for tag in all_of)
+    rows = rarest + sum(_count_of(counts, tag) for tag in any_of)
+    return rarest <= DRIVEN_REQUIRED_MAX and rows <= DRIVEN_MAX_SHARE * candidates
+
+
+def _probed_over_few(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
+    """Whether one ``EXISTS`` per tag beats the semi-join over fewer than :data:`GROUPED_MIN_CANDIDATES` candidates.
+
+    Without a required tag: a middling set (more than
+    :data:`GROUPED_ANY_SMALL` rows, at most :data:`PROBED_ANY_ALONE_MAX`)
+    that the candidates outnumber; PostgreSQL hashes each tag's ids once
+    rather than probe the semi-join per row (``bench/tags.py --sweep``,
+    ~62,000 candidates: any+not-any 22 ms against 110 ms, tags-any of
+    44,000 rows 16 ms against 32 ms).  Beside required tags: the rarest on
+    no more rows than the candidates and fewer than the set's; PostgreSQL
+    then drives from that tag's rows and probes the set, where the
+    semi-join reads the larger set (``rare + any big`` at ~62,000: 19 ms
+    against 45 ms).  With fewer candidates than the required tag's rows,
+    the semi-join probes the candidates instead (the same query at
+    ~4,000: 2.0 ms against 7.2 ms).  Beside required tags this form is the
+    straightforward SQL itself, so a count that errs (the statistics count
+    a required tag outside the most common ones as rare) costs at most
+    what the straightforward SQL costs.
+    """
+    rows = sum(_count_of(counts, tag) for tag in any_of)
+    if all_of:
+        rarest = min(_count_of(counts, tag) for tag in all_of)
+        return rarest <= candidates and rarest < rows
+    return GROUPED_ANY_SMALL < rows <= min(PROBED_ANY_ALONE_MAX, candidates)
 
 
 def _form_settled(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
@@ -507,16 +552,26 @@ def _form_settled(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int
 
     Then counts scaled to the tag rows after a marker
     (:meth:`~tenancy_mw.tags.store.TagStore.where`) would not change it:
-    over :data:`GROUPED_MIN_CANDIDATES` or more, driven (beside a required
-    tag on at most :data:`DRIVEN_REQUIRED_MAX` rows) and grouped without a
-    required tag; over fewer, the semi-join beside a required tag (the
-    counts never matter there) or on at most :data:`GROUPED_ANY_SMALL` rows.
+    over :data:`GROUPED_MIN_CANDIDATES` or more, driven (:func:`_driven`:
+    fewer rows keep both of its bounds) and grouped without a required
+    tag; over fewer, one ``EXISTS`` per tag beside a required tag
+    and the semi-join beside one on at least the set's rows
+    (:func:`_probed_over_few`), or without one on at most
+    :data:`GROUPED_ANY_SMALL` rows.
     """
     if candidates >= GROUPED_MIN_CANDIDATES:
         if all_of:
-            return min(_count_of(counts, tag) for tag in all_of) <= DRIVEN_REQUIRED_MAX
+            return _driven(all_of, any_of, counts, candidates)
         return _any_is_small(all_of, any_of, counts)
-    return bool(all_of) or not _more_than(counts, any_of, GROUPED_ANY_SMALL)
+    if all_of:
+        # Scaling keeps the rarest tag's share of the set's rows and makes it
+        # only fewer than the candidates: per-tag stays per-tag, and a rarest
+        # tag on at least the set's rows keeps the semi-join.
+        rarest = min(_count_of(counts, tag) for tag in all_of)
+        return _probed_over_few(all_of, any_of, counts, candidates) or rarest >= sum(
+            _count_of(counts, tag) for tag in any_of
+        )
+    return not _more_than(counts, any_of, GROUPED_ANY_SMALL)
 
 
 def _more_than(counts: Mapping[str, int], tags: Iterable[str], most: int) -> bool:

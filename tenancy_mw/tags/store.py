@@ -56,7 +56,6 @@ from tenancy_mw.core.sql import URL, compiles, postgresql, sa, sqlite
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, TagQuery, validate_tag
 from tenancy_mw.tags.sql import (
     GROUPED_ANY_SMALL,
-    GROUPED_MIN_CANDIDATES,
     MYSQL_SEMI_JOIN_MAX,
     TAG_LOCKS,
     TAGS,
@@ -285,12 +284,12 @@ class TagStore:
         caller's, so no second connection is taken from the pool) or on one
         of the store's, and taken cautiously: a ``tags-any`` tag outside
         the most common ones counts as many rows as the least common of
-        them, a required tag outside them as rare (the ids are then found
-        from it: the driven form), and none counts at all when more than
+        them, a required tag outside them as rare (over many candidates the
+        ids are then found from it, the driven form, where the rows it reads
+        are few beside them; over fewer, one ``EXISTS`` per tag, the
+        straightforward SQL), and none counts at all when more than
         :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
-        PostgreSQL gathered them; none is read beside a required tag below
-        :data:`~tenancy_mw.tags.sql.GROUPED_MIN_CANDIDATES` (the form does
-        not depend on them there).  After a *marker* (where its range goes
+        PostgreSQL gathered them.  After a *marker* (where its range goes
         inside the tag subqueries) they are scaled to the share of the tag
         rows after it, as the planner estimates it (two ``EXPLAIN``, where
         fewer rows may change the form): a later page reads only those.  A
@@ -335,8 +334,8 @@ class TagStore:
         if not (self._postgresql and candidates is not None and candidates > GROUPED_ANY_SMALL):
             return None
         simple = query.simplified()
-        if simple is None or (candidates < GROUPED_MIN_CANDIDATES and simple[0]):
-            return None  # the semi-join whatever the counts: none is read
+        if simple is None:
+            return None
         counts = self._estimated_counts(query, connection)
         if counts and marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
             if not _form_settled(simple[0], simple[1], counts, candidates):

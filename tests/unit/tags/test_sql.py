@@ -15,6 +15,7 @@ from tenancy_mw.tags import model
 from tenancy_mw.tags import sql as tags_sql
 from tenancy_mw.tags.model import TagQuery, parse_tag_query
 from tenancy_mw.tags.sql import (
+    DRIVEN_MAX_SHARE,
     DRIVEN_REQUIRED_MAX,
     GROUPED_ANY_BESIDE,
     GROUPED_ANY_MAX,
@@ -363,12 +364,27 @@ def test_postgresql_sorts_tags_any_whole_only_when_the_counts_say_it_is_small():
     assert not _grouped("tags=r&tags-any=x,y", {"r": GROUPED_ANY_MAX - 1, "x": half, "y": half})
     assert not _grouped("tags=r&tags-any=x,y", {"r": required + 1, "x": half, "y": half})
     assert not _grouped("tags=r&tags-any=x,y", {"r": TAG_COUNT_CAP, "x": half, "y": half + 1})
-    # Beside a required tag on at most DRIVEN_REQUIRED_MAX rows, whatever the
-    # set: one subquery of the tag table finds the ids from the smaller set.
-    assert _pg_form("tags=r&tags-any=x,y", {"r": 770, "x": 10_000, "y": 10_000}) == "driven"
+    # Beside a required tag on at most DRIVEN_REQUIRED_MAX rows, its rows and
+    # the set's at most DRIVEN_MAX_SHARE of the candidates: one subquery of
+    # the tag table finds the ids from the smaller set.
+    assert _pg_form("tags=r&tags-any=x,y", {"r": 770, "x": 10_000, "y": 10_000}, 10**6) == "driven"
     assert _pg_form("tags=r,s&tags-any=x,y", {"r": TAG_COUNT_CAP, "s": 999, "x": 1_000, "y": 1_000}) == "driven"
-    assert _pg_form("tags=r&tags-any=x,y", {"r": DRIVEN_REQUIRED_MAX, "x": 10**6, "y": 10**6}) == "driven"
-    assert _pg_form("tags=r&tags-any=x,y", {"r": DRIVEN_REQUIRED_MAX + 1, "x": 10**6, "y": 10**6}) == "semi-join"
+    assert _pg_form("tags=r&tags-any=x,y", {"r": DRIVEN_REQUIRED_MAX, "x": 10**6, "y": 10**6}, 10**8) == "driven"
+    assert _pg_form("tags=r&tags-any=x,y", {"r": DRIVEN_REQUIRED_MAX + 1, "x": 10**6, "y": 10**6}, 10**8) == "semi-join"
+
+
+def test_postgresql_drives_from_the_tag_table_only_over_five_times_the_rows_it_reads():
+    """rare + any big: 150,000 tag rows read whole lose to the semi-join over 250,000 candidates, win over a million."""
+    counts = {"r": 7_000, "x": 90_000, "y": 53_000}
+    read = sum(counts.values())
+    assert _pg_form("tags=r&tags-any=x,y", counts, 10**6) == "driven"
+    assert _pg_form("tags=r&tags-any=x,y", counts, int(read / DRIVEN_MAX_SHARE)) == "driven"
+    assert _pg_form("tags=r&tags-any=x,y", counts, int(read / DRIVEN_MAX_SHARE) - 1) == "semi-join"
+    assert _pg_form("tags=r&tags-any=x,y", counts, 250_000) == "semi-join"
+    # A small set beside a middling required tag falls back on the grouped form.
+    middling = {"r": 60_000, "x": 20_000, "y": 20_000}
+    assert _pg_form("tags=r&tags-any=x,y", middling, 10**6) == "driven"
+    assert _pg_form("tags=r&tags-any=x,y", middling, 250_000) == "grouped"
     # No counts, or a tag without one: common, the semi-join.
     assert not _grouped("tags-any=x,y", None)
     assert not _grouped("tags-any=x,y", {"x": 1})
@@ -389,12 +405,52 @@ def test_fewer_candidates_than_grouping_needs_but_more_than_the_set_hash_each_ta
     rows = sum(middling.values())
     assert _pg_form("tags-any=x,y", middling, candidates=rows) == "per-tag"
     assert _pg_form("tags-any=x,y&not-tags=a", middling, candidates=rows) == "per-tag"
-    # Fewer candidates than the set's rows, a small set, a required tag, or
-    # no candidates at all: the semi-join probes the candidates.
+    # Fewer candidates than the set's rows, a small set, or no candidates
+    # at all: the semi-join probes the candidates.
     assert _pg_form("tags-any=x,y", middling, candidates=rows - 1) == "semi-join"
     assert _pg_form("tags-any=x,y", {"x": 1, "y": 1}, candidates=GROUPED_MIN_CANDIDATES - 1) == "semi-join"
-    assert _pg_form("tags=r&tags-any=x,y", middling | {"r": 1}, candidates=rows) == "semi-join"
     assert _pg_form("tags-any=x,y", middling, candidates=None) == "semi-join"
+
+
+def test_fewer_candidates_beside_a_rare_required_tag_drive_from_it_per_tag():
+    """rare + any big on a filtered page: one EXISTS per tag lets PostgreSQL drive from the rare tag's rows."""
+    big = {"x": 90_000, "y": 54_000}
+    # The rarest required tag on no more rows than the candidates and
+    # fewer than the set's: one EXISTS per tag (the straightforward SQL).
+    assert _pg_form("tags=r&tags-any=x,y", big | {"r": 7_000}, candidates=62_000) == "per-tag"
+    assert _pg_form("tags=r,s&tags-any=x,y", big | {"r": 7_000, "s": 500_000}, candidates=7_000) == "per-tag"
+    # More required rows than candidates: the semi-join probes the candidates.
+    assert _pg_form("tags=r&tags-any=x,y", big | {"r": 7_000}, candidates=6_999) == "semi-join"
+    # A set on no more rows than the required tag: the semi-join probes the set.
+    small = {"x": 10_000, "y": 10_000}
+    assert _pg_form("tags=r&tags-any=x,y", small | {"r": 19_999}, candidates=62_000) == "per-tag"
+    assert _pg_form("tags=r&tags-any=x,y", small | {"r": 20_000}, candidates=62_000) == "semi-join"
+    # A required tag on at least the set's rows: the semi-join.
+    assert _pg_form("tags=r&tags-any=x,y", big | {"r": 144_000}, candidates=GROUPED_MIN_CANDIDATES - 1) == "semi-join"
+    # No counts, or no candidates: the semi-join.
+    assert _pg_form("tags=r&tags-any=x,y", None, candidates=62_000) == "semi-join"
+    assert _pg_form("tags=r&tags-any=x,y", big | {"r": 7_000}, candidates=None) == "semi-join"
+
+
+def test_a_form_said_settled_is_the_one_the_rows_after_any_marker_give_too():
+    """TagStore skips the two EXPLAINs of a marker's share where _form_settled says fewer rows keep the form."""
+    sizes = [5_000, 25_000, 50_000, 100_000]
+    pairs = [(x, y) for x in sizes for y in sizes if x <= y]
+    checked = 0
+    for required in [None, 7_000, 20_000, 60_000, 80_000, 250_000]:
+        query_string = ("tags=r&" if required is not None else "") + "tags-any=x,y"
+        all_of = frozenset("r") if required is not None else frozenset()
+        for x, y in pairs:
+            counts = {"x": x, "y": y} | ({"r": required} if required is not None else {})
+            for candidates in [20_000, 62_000, GROUPED_MIN_CANDIDATES - 1, GROUPED_MIN_CANDIDATES, 250_000, 10**6]:
+                if not tags_sql._form_settled(all_of, frozenset("xy"), counts, candidates):
+                    continue
+                form = _pg_form(query_string, counts, candidates)
+                for share in (0.5, 0.1):
+                    scaled = {tag: int(round(count * share)) for tag, count in counts.items()}
+                    assert _pg_form(query_string, scaled, candidates) == form, (counts, candidates, share)
+                checked += 1
+    assert checked > 100  # the grid reaches settled forms of every kind, not a handful
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "12", None, True], ids=["negative", "float", "text", "none", "bool"])

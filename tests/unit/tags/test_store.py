@@ -241,13 +241,13 @@ def test_statistics_are_reused_for_statistics_ttl_seconds(migrated_url):
         fresh.close()
 
 
-def _form(store, query_string, statistics):
+def _form(store, query_string, statistics, candidates=10**7):
     """The form of tags-any the store takes on PostgreSQL over a large collection, given these statistics."""
     from sqlalchemy.dialects import postgresql
 
     store._statistics = (statistics, float("inf"))  # as if just read from pg_stats
     servers = sa.table("servers", sa.column("id"))
-    condition = store.where(parse_tag_query(query_string), servers.c.id, GROUPED_MIN_CANDIDATES)
+    condition = store.where(parse_tag_query(query_string), servers.c.id, candidates)
     return _form_of(str(condition.compile(dialect=postgresql.dialect())))
 
 
@@ -274,6 +274,8 @@ def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
         # tag table finds the ids, driven from the smaller set.
         assert _form(tag_store, "tags=rare&tags-any=x,y", fresh) == "driven"
         assert _form(tag_store, "tags=least&tags-any=mid,big", fresh) == "driven"
+        # Unless the rows it reads whole (567,000) are more than a fifth of the candidates.
+        assert _form(tag_store, "tags=least&tags-any=mid,big", fresh, GROUPED_MIN_CANDIDATES) == "semi-join"
         assert _form(tag_store, "tags=mid&tags-any=x,y", fresh) == "driven"
         assert _form(tag_store, "tags=large&tags-any=x,y", fresh) == "grouped"
         assert _form(tag_store, "tags=big&tags-any=mid,least", fresh) == "semi-join"
@@ -310,10 +312,19 @@ def test_where_reads_only_what_can_change_the_form(migrated_url):
         assert page_after(tag_store, "tags-any=x,y") == ("grouped", 0)
         # Fewer candidates than grouping needs: the semi-join for a small set whatever the share.
         assert page_after(tag_store, "tags-any=x,y", GROUPED_MIN_CANDIDATES - 1) == ("semi-join", 0)
-        # Beside a required tag there, the counts never count: not even the statistics are read.
-        assert page_after(fresh, "tags=rare&tags-any=x,y", GROUPED_MIN_CANDIDATES - 1) == ("semi-join", 0)
+        # Beside a required tag there: one EXISTS per tag when it is the rarer
+        # (fewer rows keep it), the semi-join when the set is (they keep that too).
+        assert page_after(tag_store, "tags=rare&tags-any=x,y", GROUPED_MIN_CANDIDATES - 1) == ("per-tag", 0)
+        assert page_after(tag_store, "tags=large&tags-any=x,y", GROUPED_MIN_CANDIDATES - 1) == ("semi-join", 0)
+        # Without candidates (a tenant's own list) not even the statistics are read.
+        assert page_after(fresh, "tags=rare&tags-any=x,y", None) == ("semi-join", 0)
+        # More required rows than candidates, fewer than the set's: the share after the marker decides.
+        assert page_after(tag_store, "tags=mid&tags-any=big,large", 50_000)[1] == 2
         # A form that fewer rows could change: the planner is asked for the share.
         assert page_after(tag_store, "tags-any=mid,least")[1] == 2
+        # The driven form refused for the rows it would read (567,000 over
+        # 100,000 candidates): a later page's share may allow it.
+        assert page_after(tag_store, "tags=least&tags-any=mid,big") == ("semi-join", 2)
     finally:
         tag_store.close()
         fresh.close()
