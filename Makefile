@@ -13,6 +13,10 @@ ifeq ($(shell $(PYTHON) -c 'print(1)' 2>/dev/null),)
 override PYTHON := $(or $(call FIND_PYTHON,$(patsubst python%,%,$(PYTHON))),$(PYTHON))
 endif
 endif
+# Bytecode is written (into __pycache__/, which git, the sdist and the tests leave
+# out): with PYTHONDONTWRITEBYTECODE set, as some shells have it, every process the
+# tests start (each gunicorn worker, each script) compiled the library anew.
+unexport PYTHONDONTWRITEBYTECODE
 VENV ?= .venv
 # Absolute, so VENV=/some/where works for every target, from any folder.
 BIN := $(abspath $(VENV))/bin

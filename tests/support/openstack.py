@@ -297,6 +297,10 @@ class Cloud:
                 key_repository = {f}/fernet-receipts
                 [credential]
                 key_repository = {f}/credential-keys
+                [identity]
+                # bcrypt's least cost: every login (the CLI's, each service's own) checks a
+                # password, at the default cost 12 a quarter second of CPU or more each.
+                password_hash_rounds = 4
                 """
             ).format(f=folder)
         )
@@ -454,9 +458,10 @@ class Cloud:
             [DEFAULT]
             transport_url = fake://
             # Nothing answers an RPC call here (no compute host): give up at once, on the
-            # calls that wait long too (a host's enable, a live migration's checks).
-            rpc_response_timeout = 1
-            long_rpc_timeout = 1
+            # calls that wait long too (a host's enable, a live migration's checks).  The
+            # fake transport waits exactly this long (0: not at all) before MessagingTimeout.
+            rpc_response_timeout = 0
+            long_rpc_timeout = 0
             use_stderr = true
             [api]
             auth_strategy = keystone
@@ -509,7 +514,7 @@ class Cloud:
             [DEFAULT]
             transport_url = fake://
             # Nothing answers an RPC call here (no volume service): give up at once.
-            rpc_response_timeout = 1
+            rpc_response_timeout = 0
             auth_strategy = keystone
             use_stderr = true
             state_path = {db}
