@@ -15,7 +15,9 @@ endif
 endif
 # Bytecode is written (into __pycache__/, which git, the sdist and the tests leave
 # out): with PYTHONDONTWRITEBYTECODE set, as some shells have it, every process the
-# tests start (each gunicorn worker, each script) compiled the library anew.
+# tests start with their environment (the demo's and the filters' gunicorn workers,
+# scripts, pytest itself) compiled the library anew.  (The OpenStack services get an
+# environment of their own, without it.)
 unexport PYTHONDONTWRITEBYTECODE
 VENV ?= .venv
 # Absolute, so VENV=/some/where works for every target, from any folder.

@@ -292,7 +292,8 @@ def verdict(member: Answer, admin: Answer | None) -> str:
 def member_decides(member: Answer) -> bool:
     """Whether the member's answer is a verdict whatever the admin's: served, or failed past the checks.
 
-    The admin's call is then not made: one request fewer, and each may wait for an RPC reply that never comes.
+    The admin's call is then not made: one request fewer (and, where the service makes an RPC call, one
+    MessagingTimeout fewer).
     """
     return member.status not in (401, 403, *REFUSED)
 
