@@ -119,25 +119,43 @@ format: $(STAMP)-lint
 test: $(STAMP)-test programs services lint docs-check openstack-venv
 	@$(MAKE) --no-print-directory test-suites
 
-# Every suite at once, each as its own pytest run: the main Python's `slow` tests
-# (servers, the OpenStack services, fresh virtualenvs: mostly waiting), its other
-# tests, and each other Python's suite without the slow tests (its virtualenv
-# installed first).  The CPU-bound runs are niced, so the servers of the slow
-# tests answer within their timeouts; the four together take about half the time
-# of one after another where the slow tests wait more than they compute.  (A fifth
-# run, the OpenStack tests apart, starved the niced suites on a 2-core machine:
-# bench/load.py's niced servers then missed their 10 s answers.)  Each prints
-# whole when it ends (--output-sync); a failing one says so in a "make test:" line, and the others still run (-k).
-SUITES = test-main-slow test-main-fast $(addprefix test-python,$(OTHER_PYTHONS))
+# The suites side by side, each its own pytest run, in two lines: the main Python's
+# `slow` tests but the OpenStack ones (servers, fresh virtualenvs: much of it
+# waiting, about one core); beside them, niced, the main Python's other tests and each
+# other Python's suite without the slow tests (its virtualenv installed first), then,
+# once all of those have ended (whatever their result), the OpenStack tests
+# (tests/openstack/).  Niced, the CPU-bound suites leave the slow tests' servers
+# their timeouts; the OpenStack services start only when no niced suite is left to
+# starve (run beside them, they made bench/load.py's niced servers miss their 10 s
+# answers on a 2-core machine), on the core the suites leave.  Each prints whole
+# when it ends (--output-sync); a failing one says so in a "make test:" line, and the
+# others still run (-k; the OpenStack tests also after a failed suite).
+FAST_SUITES = test-main-fast $(addprefix test-python,$(OTHER_PYTHONS))
+SUITES = test-main-slow test-suites-then-openstack
+# One job slot for each suite (the line of suites shares make's jobserver).  Where the
+# suites' failure waits for the OpenStack tests' end: beside the stamps, so
+# a `make test-suites` with stamps of its own (tests/project/test_makefile.py) never shares it.
+FAST_FAILED = $(STAMP).suites-failed
 NICE ?= nice -n 10
-.PHONY: test-suites test-main-slow test-main-fast
+.PHONY: test-suites test-main-slow test-main-fast test-suites-then-openstack test-main-openstack
 test-suites:
-	@$(MAKE) --no-print-directory -k -j$(words $(SUITES)) --output-sync=recurse $(SUITES) \
+	@$(MAKE) --no-print-directory -k -j$(words test-main-slow $(FAST_SUITES)) --output-sync=recurse $(SUITES) \
 	  || { echo "make test: failed (see the \"make test:\" lines above)" >&2; exit 1; }
 
 test-main-slow: $(STAMP)-test
-	@$(BIN)/python -m pytest -m slow -q --durations=20 $(PYTEST_ARGS) \
+	@$(BIN)/python -m pytest -m slow -q --durations=20 --ignore=tests/openstack $(PYTEST_ARGS) \
 	  || { echo "make test: the slow tests on python$(PY_VERSION) failed" >&2; exit 1; }
+
+test-suites-then-openstack:
+	@rm -f $(FAST_FAILED)
+	@$(MAKE) --no-print-directory -k --output-sync=recurse $(FAST_SUITES) \
+	  || touch $(FAST_FAILED)
+	@$(MAKE) --no-print-directory test-main-openstack || { rm -f $(FAST_FAILED); exit 1; }
+	@if [ -e $(FAST_FAILED) ]; then rm -f $(FAST_FAILED); exit 1; fi
+
+test-main-openstack: $(STAMP)-test
+	@$(BIN)/python -m pytest -m slow -q --durations=10 $(PYTEST_ARGS) tests/openstack \
+	  || { echo "make test: the OpenStack tests on python$(PY_VERSION) failed" >&2; exit 1; }
 
 test-main-fast: pytest-fast
 
