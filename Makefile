@@ -116,12 +116,13 @@ lint: $(STAMP)-lint
 format: $(STAMP)-lint
 	$(BIN)/ruff format $(LINT_PATHS)
 
-test: $(STAMP)-test programs services lint docs-check openstack-venv
-	@$(MAKE) --no-print-directory test-suites
+test: $(STAMP)-test programs services openstack-venv
+	@$(MAKE) --no-print-directory test-suites CHECKS="test-lint test-docs-check"
 
 # The suites side by side, each its own pytest run, in two lines: the main Python's
 # `slow` tests but the OpenStack ones (servers, fresh virtualenvs: much of it
-# waiting, about one core); beside them, niced, the main Python's other tests and each
+# waiting, about one core); beside them, niced, $(CHECKS) (`make test`: the lint and
+# the docs check), the main Python's other tests and each
 # other Python's suite without the slow tests (its virtualenv installed first), then,
 # once all of those have ended (whatever their result), the OpenStack tests
 # (tests/openstack/).  Niced, the CPU-bound suites leave the slow tests' servers
@@ -139,7 +140,7 @@ FAST_FAILED = $(STAMP).suites-failed
 NICE ?= nice -n 10
 .PHONY: test-suites test-main-slow test-main-fast test-suites-then-openstack test-main-openstack
 test-suites:
-	@$(MAKE) --no-print-directory -k -j$(words test-main-slow $(FAST_SUITES)) --output-sync=recurse $(SUITES) \
+	@$(MAKE) --no-print-directory -k -j$(words test-main-slow $(CHECKS) $(FAST_SUITES)) --output-sync=recurse $(SUITES) \
 	  || { echo "make test: failed (see the \"make test:\" lines above)" >&2; exit 1; }
 
 test-main-slow: $(STAMP)-test
@@ -148,10 +149,18 @@ test-main-slow: $(STAMP)-test
 
 test-suites-then-openstack:
 	@rm -f $(FAST_FAILED)
-	@$(MAKE) --no-print-directory -k --output-sync=recurse $(FAST_SUITES) \
+	@$(NICE) $(MAKE) --no-print-directory -k --output-sync=recurse $(CHECKS) $(FAST_SUITES) \
 	  || touch $(FAST_FAILED)
 	@$(MAKE) --no-print-directory test-main-openstack || { rm -f $(FAST_FAILED); exit 1; }
 	@if [ -e $(FAST_FAILED) ]; then rm -f $(FAST_FAILED); exit 1; fi
+
+# The lint and the docs check as `make test` runs them: named in a "make test:" line when they fail.
+.PHONY: test-lint test-docs-check
+test-lint:
+	@$(MAKE) --no-print-directory lint || { echo "make test: the lint failed" >&2; exit 1; }
+
+test-docs-check:
+	@$(MAKE) --no-print-directory docs-check || { echo "make test: the docs check failed" >&2; exit 1; }
 
 test-main-openstack: $(STAMP)-test
 	@$(BIN)/python -m pytest -m slow -q --durations=10 $(PYTEST_ARGS) tests/openstack \
