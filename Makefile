@@ -117,30 +117,28 @@ format: $(STAMP)-lint
 	$(BIN)/ruff format $(LINT_PATHS)
 
 test: $(STAMP)-test programs services openstack-venv
+	@$(MAKE) --no-print-directory programs TEST_PROGRAMS='$(DOC_PROGRAMS) $(BROWSER_PROGRAMS)'
 	@$(MAKE) --no-print-directory test-suites CHECKS="test-lint test-docs-check"
 
 # The suites side by side, each its own pytest run, in two lines: the main Python's
 # `slow` tests but the OpenStack ones (servers, fresh virtualenvs: much of it
 # waiting, about one core); beside them, niced, $(CHECKS) (`make test`: the lint and
-# the docs check), the main Python's other tests and each
-# other Python's suite without the slow tests (its virtualenv installed first), then,
-# once all of those have ended (whatever their result), the OpenStack tests
-# (tests/openstack/).  Niced, the CPU-bound suites leave the slow tests' servers
-# their timeouts; the OpenStack services start only when no niced suite is left to
-# starve (run beside them, they made bench/load.py's niced servers miss their 10 s
-# answers on a 2-core machine), on the core the suites leave.  Each prints whole
-# when it ends (--output-sync); a failing one says so in a "make test:" line, and the
-# others still run (-k; the OpenStack tests also after a failed suite).
+# the docs check), the main Python's other tests and each other Python's suite
+# without the slow tests (its virtualenv installed first), then, once all of those
+# have ended (whatever their result), the OpenStack tests (tests/openstack/).
+# Niced, the CPU-bound runs leave the slow tests' servers their timeouts; the
+# OpenStack services start only when no niced run is left to starve (run beside
+# them, they made bench/load.py's niced servers miss their 10 s answers on a 2-core
+# machine), on the core the suites leave.  Each run prints whole when it ends
+# (--output-sync); a failing one says so in a "make test:" line, and the others
+# still run (-k; the OpenStack tests also after a failed suite).
 FAST_SUITES = test-main-fast $(addprefix test-python,$(OTHER_PYTHONS))
 SUITES = test-main-slow test-suites-then-openstack
-# One job slot for each suite (the line of suites shares make's jobserver).  Where the
-# suites' failure waits for the OpenStack tests' end: beside the stamps, so
-# a `make test-suites` with stamps of its own (tests/project/test_makefile.py) never shares it.
-FAST_FAILED = $(STAMP).suites-failed
 NICE ?= nice -n 10
 .PHONY: test-suites test-main-slow test-main-fast test-suites-then-openstack test-main-openstack
+# One job slot for each run: the line of suites shares make's jobserver.
 test-suites:
-	@$(MAKE) --no-print-directory -k -j$(words test-main-slow $(CHECKS) $(FAST_SUITES)) --output-sync=recurse $(SUITES) \
+	@$(MAKE) --no-print-directory -k -j$(words test-main-slow $(CHECKS) $(FAST_SUITES)) --output-sync=target $(SUITES) \
 	  || { echo "make test: failed (see the \"make test:\" lines above)" >&2; exit 1; }
 
 test-main-slow: $(STAMP)-test
@@ -148,19 +146,19 @@ test-main-slow: $(STAMP)-test
 	  || { echo "make test: the slow tests on python$(PY_VERSION) failed" >&2; exit 1; }
 
 test-suites-then-openstack:
-	@rm -f $(FAST_FAILED)
-	@$(NICE) $(MAKE) --no-print-directory -k --output-sync=recurse $(CHECKS) $(FAST_SUITES) \
-	  || touch $(FAST_FAILED)
-	@$(MAKE) --no-print-directory test-main-openstack || { rm -f $(FAST_FAILED); exit 1; }
-	@if [ -e $(FAST_FAILED) ]; then rm -f $(FAST_FAILED); exit 1; fi
+	@status=0; \
+	$(MAKE) --no-print-directory -k --output-sync=recurse $(CHECKS) $(FAST_SUITES) || status=1; \
+	$(MAKE) --no-print-directory test-main-openstack || status=1; \
+	exit $$status
 
-# The lint and the docs check as `make test` runs them: named in a "make test:" line when they fail.
+# The lint and the docs check as `make test` runs them (niced like the suites):
+# named in a "make test:" line when they fail.
 .PHONY: test-lint test-docs-check
 test-lint:
-	@$(MAKE) --no-print-directory lint || { echo "make test: the lint failed" >&2; exit 1; }
+	@$(NICE) $(MAKE) --no-print-directory lint || { echo "make test: the lint failed" >&2; exit 1; }
 
 test-docs-check:
-	@$(MAKE) --no-print-directory docs-check || { echo "make test: the docs check failed" >&2; exit 1; }
+	@$(NICE) $(MAKE) --no-print-directory docs-check || { echo "make test: the docs check failed" >&2; exit 1; }
 
 test-main-openstack: $(STAMP)-test
 	@$(BIN)/python -m pytest -m slow -q --durations=10 $(PYTEST_ARGS) tests/openstack \
