@@ -135,6 +135,9 @@ test: $(STAMP)-test programs services openstack-venv
 FAST_SUITES = test-main-fast $(addprefix test-python,$(OTHER_PYTHONS))
 SUITES = test-main-slow test-suites-then-openstack
 NICE ?= nice -n 10
+# Handed to sub-makes in MAKEFLAGS only: in the environment it would reach the
+# `make test-suites` that tests/project/test_makefile.py runs inside these suites.
+unexport CHECKS
 .PHONY: test-suites test-main-slow test-main-fast test-suites-then-openstack test-main-openstack
 # One job slot for each run: the line of suites shares make's jobserver.
 test-suites:
