@@ -516,8 +516,8 @@ def _driven(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], can
     The rarest required tag on at most :data:`DRIVEN_REQUIRED_MAX` rows, and
     its rows with the set's at most :data:`DRIVEN_MAX_SHARE` of the candidates.
     """
-    rarest = min(_count_of(counts, tag) for tag in all_of)
-    rows = rarest + sum(_count_of(counts, tag) for tag in any_of)
+    rarest = _rarest(counts, all_of)
+    rows = rarest + _rows(counts, any_of)
     return rarest <= DRIVEN_REQUIRED_MAX and rows <= DRIVEN_MAX_SHARE * candidates
 
 
@@ -540,9 +540,9 @@ def _probed_over_few(all_of: frozenset, any_of: frozenset, counts: Mapping[str, 
     a required tag outside the most common ones as rare) costs at most
     what the straightforward SQL costs.
     """
-    rows = sum(_count_of(counts, tag) for tag in any_of)
+    rows = _rows(counts, any_of)
     if all_of:
-        rarest = min(_count_of(counts, tag) for tag in all_of)
+        rarest = _rarest(counts, all_of)
         return rarest <= candidates and rarest < rows
     return GROUPED_ANY_SMALL < rows <= min(PROBED_ANY_ALONE_MAX, candidates)
 
@@ -567,16 +567,23 @@ def _form_settled(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int
         # Scaling keeps the rarest tag's share of the set's rows and makes it
         # only fewer than the candidates: per-tag stays per-tag, and a rarest
         # tag on at least the set's rows keeps the semi-join.
-        rarest = min(_count_of(counts, tag) for tag in all_of)
-        return _probed_over_few(all_of, any_of, counts, candidates) or rarest >= sum(
-            _count_of(counts, tag) for tag in any_of
-        )
+        return _probed_over_few(all_of, any_of, counts, candidates) or _rarest(counts, all_of) >= _rows(counts, any_of)
     return not _more_than(counts, any_of, GROUPED_ANY_SMALL)
 
 
 def _more_than(counts: Mapping[str, int], tags: Iterable[str], most: int) -> bool:
     """Whether *tags* are on more than *most* rows together by *counts* (a tag left out: common)."""
-    return sum(_count_of(counts, tag) for tag in tags) > most
+    return _rows(counts, tags) > most
+
+
+def _rows(counts: Mapping[str, int], tags: Iterable[str]) -> int:
+    """The rows of *tags* together by *counts* (a tag left out: common)."""
+    return sum(_count_of(counts, tag) for tag in tags)
+
+
+def _rarest(counts: Mapping[str, int], tags: Iterable[str]) -> int:
+    """The rows of the rarest of *tags* by *counts*."""
+    return min(_count_of(counts, tag) for tag in tags)
 
 
 def _lacks_one_condition(table: sa.Table, page: _Page, not_all_of: frozenset) -> sa.ColumnElement:
@@ -619,7 +626,7 @@ def _any_is_small(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int
             return False
     if not all_of:
         return total <= GROUPED_ANY_SMALL
-    rarest = min(_count_of(counts, tag) for tag in all_of)
+    rarest = _rarest(counts, all_of)
     if rarest * 2 < total:
         return False
     return total <= GROUPED_ANY_BESIDE or total < rarest <= GROUPED_ANY_REQUIRED_MAX
