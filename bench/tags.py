@@ -128,6 +128,13 @@ QUERIES = [
     ("not+not-any", "not-tags=tag0002&not-tags-any=tag0001,tag0003", "pair: excluded and not all of"),
 ]
 
+#: ``--sweep``: the ``not-tags-any`` beside each ``tags-any`` pair of
+#: :data:`SWEEP_ANY` (:data:`tenancy_mw.tags.sql.PROBED_BESIDE_LACKING_MAX`),
+#: on pages of these sizes.
+SWEEP_LACKING = "not-tags-any=tag0001,tag0003"
+SWEEP_LACKING_PAGES = [("<", "01", "~4,000"), ("<", "1", "~62,000"), ("<", "4", "~250,000"), (None, None, "all")]
+
+
 #: Where each page starts: the first page, then ``?marker=`` pages from the
 #: start, middle and end of the collection (uuids: each leading hex digit
 #: holds a sixteenth of the ids).
@@ -470,97 +477,168 @@ def _time_pages(conn, engine, pages: dict, repeats: int, what: str) -> tuple[dic
     return medians, len(rows)
 
 
+def _sweep_pages(engine, conn, query: TagQuery, candidates: int, operator: str | None, bound: str | None) -> dict:
+    """The page of *query* in each form, and ``ours``: ``TagStore.apply`` on the page, estimating its rows itself.
+
+    *operator* ``<``: a filtered page (``id < bound``); ``>``: the page
+    after the marker *bound*; ``None``: the first page of the collection.
+    """
+    pages = {}
+    for form, condition in _three_forms(query, candidates).items():
+        statement = sa.select(RESOURCES.c.id).where(condition)
+        if operator == "<":
+            statement = statement.where(RESOURCES.c.id < bound)
+        elif operator == ">":
+            statement = statement.where(RESOURCES.c.id > bound)
+        pages[form] = statement.order_by(RESOURCES.c.id).limit(PAGE)
+    bare = sa.select(RESOURCES.c.id).order_by(RESOURCES.c.id).limit(PAGE)
+    if operator == "<":
+        bare = bare.where(RESOURCES.c.id < bound)
+    marker = bound if operator == ">" else None
+    pages["ours"] = TagStore(engine).apply(bare, query, RESOURCES.c.id, marker=marker, limit=PAGE, connection=conn)
+    return pages
+
+
 def form_name(sql_text: str) -> str:
-    """The form of ``tags-any`` a statement holds: driven, grouped, per-tag (an ``OR``) or semi (``EXISTS ... IN``)."""
+    """The form of ``tags-any`` a statement holds: driven, grouped, semi (``EXISTS ... tag IN``) or per-tag.
+
+    (A ``not-tags-any`` of three tags or more, a count over ``tag IN``,
+    would read as semi; the sweep's has two.)
+    """
     if "GROUP BY" in sql_text:
         inner = sql_text[sql_text.index("IN (SELECT") : sql_text.index("GROUP BY")]
         return "driven" if "EXISTS" in inner else "grouped"
-    return "per-tag" if " OR " in sql_text else "semi"
+    return "semi" if ".tag IN (" in sql_text else "per-tag"
+
+
+FORMS = ("grouped", "semi", "plain", "ours")
 
 
 def sweep(repeats: int, log) -> list[str]:
-    """PostgreSQL: both forms of ``tags-any`` over a range of sizes, alone and beside a required tag.
+    """PostgreSQL: the forms of ``tags-any`` over a range of sizes and pages.
 
-    The data the thresholds of :data:`tenancy_mw.tags.sql.GROUPED_ANY_MAX` were
-    set from: for each query the median of the grouped ``IN`` (counts of 0
-    force it), of the semi-join (no counts), of the straightforward
-    formulation, and which form ``TagStore.where`` picks over the whole
-    collection (the planner's statistics as counts).
+    The data the thresholds of :mod:`tenancy_mw.tags.sql` were set from:
+    for each query the median of the grouped ``IN`` (counts of 0 force
+    it), of the semi-join (no counts), of the straightforward formulation,
+    and of what the store picks, in three parts: sizes over the whole
+    collection (beside required tags of several frequencies), sizes beside
+    a ``not-tags-any`` on pages of several sizes, then the table's queries
+    on filtered and later pages.
     """
     engine = engine_for("postgresql")
-    lines = [
-        "%8s %8s %5s %9s %9s %9s %9s  %-7s %-7s %s"
-        % ("required", "any", "rows", "grouped", "semi", "plain", "ours", "faster", "picked", "query")
-    ]
     try:
         with engine.connect() as conn:
             candidates = conn.execute(sa.select(sa.func.count()).select_from(RESOURCES)).scalar_one()
-            for required in SWEEP_REQUIRED:
-                for first, second in SWEEP_ANY:
-                    if required in (first, second):
-                        continue
-                    query_string = ("tags=%s&" % tag_name(required) if required else "") + "tags-any=%s,%s" % (
-                        tag_name(first),
-                        tag_name(second),
-                    )
-                    query = parse_tag_query(query_string)
-                    planner = TagStore(engine).tag_statistics()
-                    counts = planner.counts(query.tags_to_count()) if planner else {}
-                    pages = {label: page_statement(c) for label, c in _three_forms(query, candidates).items()}
-                    ours = page_statement(TagStore(engine).where(query, RESOURCES.c.id, candidates))
-                    pages["ours"] = ours
-                    medians, rows = _time_pages(conn, engine, pages, repeats, query_string)
-                    picked = str(ours.compile(engine))
-                    lines.append(
+            sweeper = _Sweeper(engine, conn, candidates, repeats, log)
+            return sweeper.sizes() + [""] + sweeper.lacking() + [""] + sweeper.pages()
+    finally:
+        engine.dispose()
+
+
+@dataclass
+class _Sweeper:
+    """The three parts of :func:`sweep`, each a list of lines (logged as they come)."""
+
+    engine: sa.Engine
+    conn: sa.Connection
+    candidates: int
+    repeats: int
+    log: object
+
+    def _timed(self, pages: dict, what: str) -> tuple[tuple, int]:
+        """The median ms of each of :data:`FORMS`, and the page's rows."""
+        medians, rows = _time_pages(self.conn, self.engine, pages, self.repeats, what)
+        return tuple(medians[form] for form in FORMS), rows
+
+    def _counts(self, query: TagQuery) -> dict:
+        """The planner's statistics of the query's tags ({} before any ANALYZE)."""
+        planner = TagStore(self.engine).tag_statistics()
+        return planner.counts(query.tags_to_count()) if planner else {}
+
+    def _line(self, text: str) -> str:
+        self.log(text)
+        return text
+
+    def sizes(self) -> list[str]:
+        """Each size of :data:`SWEEP_ANY`, alone and beside each required tag of :data:`SWEEP_REQUIRED`."""
+        lines = [
+            "%8s %8s %5s %9s %9s %9s %9s  %-7s %-7s %s"
+            % ("required", "any", "rows", *FORMS, "faster", "picked", "query")
+        ]
+        for required in SWEEP_REQUIRED:
+            for first, second in SWEEP_ANY:
+                if required in (first, second):
+                    continue
+                query_string = ("tags=%s&" % tag_name(required) if required else "") + "tags-any=%s,%s" % (
+                    tag_name(first),
+                    tag_name(second),
+                )
+                query = parse_tag_query(query_string)
+                counts = self._counts(query)
+                pages = {label: page_statement(c) for label, c in _three_forms(query, self.candidates).items()}
+                pages["ours"] = page_statement(TagStore(self.engine).where(query, RESOURCES.c.id, self.candidates))
+                medians, rows = self._timed(pages, query_string)
+                lines.append(
+                    self._line(
                         "%8d %8d %5d %6.1f ms %6.1f ms %6.1f ms %6.1f ms  %-7s %-7s %s"
                         % (
                             counts.get(tag_name(required), 0) if required else 0,
                             sum(counts.get(tag_name(rank), 0) for rank in (first, second)),
                             rows,
-                            medians["grouped"],
-                            medians["semi"],
-                            medians["plain"],
-                            medians["ours"],
-                            "grouped" if medians["grouped"] < medians["semi"] else "semi",
-                            form_name(picked),
+                            *medians,
+                            "grouped" if medians[0] < medians[1] else "semi",
+                            form_name(str(pages["ours"].compile(self.engine))),
                             query_string,
                         )
                     )
-                    log(lines[-1])
-            lines += ["", "filtered pages: id < bound leaves about this many candidates; marker m: id > m"]
-            lines.append(
-                "%10s %-15s %5s %9s %9s %9s %9s" % ("page", "query", "rows", "grouped", "semi", "plain", "ours")
-            )
-            for operator, bound, label in SWEEP_PAGES:
-                for name, query_string, _what in QUERIES:
-                    query = parse_tag_query(query_string)
-                    if len(query.simplified()[1]) < 2:  # type: ignore[index]
-                        continue
-                    pages = {}
-                    for form, condition in _three_forms(query, candidates).items():
-                        statement = sa.select(RESOURCES.c.id).where(condition)
-                        if operator == "<":
-                            statement = statement.where(RESOURCES.c.id < bound)
-                        elif operator == ">":
-                            statement = statement.where(RESOURCES.c.id > bound)
-                        pages[form] = statement.order_by(RESOURCES.c.id).limit(PAGE)
-                    # What the library ships: TagStore.apply on the page, estimating its rows itself.
-                    bare = sa.select(RESOURCES.c.id).order_by(RESOURCES.c.id).limit(PAGE)
-                    marker = bound if operator == ">" else None
-                    if operator == "<":
-                        bare = bare.where(RESOURCES.c.id < bound)
-                    pages["ours"] = TagStore(engine).apply(
-                        bare, query, RESOURCES.c.id, marker=marker, limit=PAGE, connection=conn
+                )
+        return lines
+
+    def lacking(self) -> list[str]:
+        """Each size of :data:`SWEEP_ANY` beside :data:`SWEEP_LACKING`, on each page of :data:`SWEEP_LACKING_PAGES`."""
+        lines = [
+            "beside a not-tags-any: %s; id < bound leaves about this many candidates" % SWEEP_LACKING,
+            "%10s %8s %5s %9s %9s %9s %9s  %-7s %s" % ("page", "any", "rows", *FORMS, "picked", "query"),
+        ]
+        for operator, bound, label in SWEEP_LACKING_PAGES:
+            for first, second in SWEEP_ANY:
+                query_string = "tags-any=%s,%s&%s" % (tag_name(first), tag_name(second), SWEEP_LACKING)
+                query = parse_tag_query(query_string)
+                counts = self._counts(query)
+                pages = _sweep_pages(self.engine, self.conn, query, self.candidates, operator, bound)
+                medians, rows = self._timed(pages, "%s (%s)" % (query_string, label))
+                lines.append(
+                    self._line(
+                        "%10s %8d %5d %6.1f ms %6.1f ms %6.1f ms %6.1f ms  %-7s %s"
+                        % (
+                            label,
+                            sum(counts.get(tag_name(rank), 0) for rank in (first, second)),
+                            rows,
+                            *medians,
+                            form_name(str(pages["ours"].compile(self.engine))),
+                            query_string,
+                        )
                     )
-                    medians, rows = _time_pages(conn, engine, pages, repeats, "%s (%s)" % (name, label))
-                    lines.append(
-                        "%10s %-15s %5d %6.1f ms %6.1f ms %6.1f ms %6.1f ms"
-                        % (label, name, rows, medians["grouped"], medians["semi"], medians["plain"], medians["ours"])
-                    )
-                    log(lines[-1])
-    finally:
-        engine.dispose()
-    return lines
+                )
+        return lines
+
+    def pages(self) -> list[str]:
+        """Each query of the table with a ``tags-any``, on each page of :data:`SWEEP_PAGES`."""
+        lines = [
+            "filtered pages: id < bound leaves about this many candidates; marker m: id > m",
+            "%10s %-15s %5s %9s %9s %9s %9s" % ("page", "query", "rows", *FORMS),
+        ]
+        for operator, bound, label in SWEEP_PAGES:
+            for name, query_string, _what in QUERIES:
+                query = parse_tag_query(query_string)
+                if len(query.simplified()[1]) < 2:  # type: ignore[index]
+                    continue
+                pages = _sweep_pages(self.engine, self.conn, query, self.candidates, operator, bound)
+                medians, rows = self._timed(pages, "%s (%s)" % (name, label))
+                lines.append(
+                    self._line("%10s %-15s %5d %6.1f ms %6.1f ms %6.1f ms %6.1f ms" % (label, name, rows, *medians))
+                )
+        return lines
 
 
 def verdict(row: dict) -> str:

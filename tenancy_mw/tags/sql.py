@@ -45,6 +45,8 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   tag at middling sizes (:data:`PROBED_ANY_ALONE_MAX`); over fewer
   candidates, one ``EXISTS`` per tag for a middling set alone that they
   outnumber, or beside a required tag rarer than the set and than them;
+  beside a ``not-tags-any`` without required tags, one ``EXISTS`` per tag
+  up to :data:`PROBED_BESIDE_LACKING_MAX` rows over any candidates;
 - a *marker*: ``resource_id > marker``, last (on PostgreSQL left out where
   ``any_of`` is a driven or grouped ``IN``, which holds it), and the same range inside the
   subqueries the database joins (not those it probes per row under an
@@ -84,6 +86,7 @@ __all__ = [
     "DRIVEN_REQUIRED_MAX",
     "MYSQL_SEMI_JOIN_MAX",
     "PROBED_ANY_ALONE_MAX",
+    "PROBED_BESIDE_LACKING_MAX",
     "TAGS",
     "TAG_COUNT_CAP",
     "TAG_LOCKS",
@@ -134,6 +137,20 @@ DRIVEN_MAX_SHARE = 0.2
 #: ids in order (``tags-any=tag0030,tag0040``, 44,000 rows: 17 ms against
 #: 38 ms for the semi-join and 26 ms grouped).
 PROBED_ANY_ALONE_MAX = 60_000
+#: On PostgreSQL, given counts and candidates, ``tags-any`` without required
+#: tags beside a ``not-tags-any`` is one ``EXISTS`` per tag when its tags are
+#: on at most this many rows together (over :data:`GROUPED_MIN_CANDIDATES`
+#: candidates or more, on more than :data:`GROUPED_ANY_SMALL`, where the
+#: grouped form wins).  PostgreSQL checks a ``not-tags-any`` (an ``OR`` of
+#: ``NOT EXISTS``, or a count) as a filter on every candidate before it
+#: joins them to a semi-join's set; beside one ``EXISTS`` per tag, whose
+#: hashed sets it checks first, only on the rows they let through
+#: (``bench/tags.py --sweep``, "beside a not-tags-any": ``tags-any`` of
+#: 76,000 rows beside ``not-tags-any=tag0001,tag0003``, 34 ms against 50 ms
+#: for the semi-join over ~4,000 candidates, 37 against 103 over ~62,000;
+#: of 143,000 rows over ~250,000 candidates, the semi-join wins, 32 ms
+#: against 66).
+PROBED_BESIDE_LACKING_MAX = 100_000
 #: On MySQL/MariaDB, given counts, ``tags-any`` with no tag excluded (alone
 #: or beside required tags) is one semi-join
 #: (``EXISTS (... tag IN (...))``) when its tags are on at most this many
@@ -248,8 +265,8 @@ def tag_condition(
         row count or an estimate of it; a tenant's own list passes nothing.
         ``None``: PostgreSQL's SQL does not depend on *counts*; below
         :data:`GROUPED_MIN_CANDIDATES`, only that of a middling ``tags-any``
-        without required tags and of a ``tags-any`` beside required tags
-        does (the module doc).
+        without required tags (any beside a ``not-tags-any``) and of a
+        ``tags-any`` beside required tags does (the module doc).
     :param marker: the page starts after this resource id (OpenStack's
         ``?marker=``, the last id of the previous page; the page is ordered
         by *resource_id*, ascending).  The condition then holds only for ids
@@ -320,7 +337,9 @@ def _clauses(table: sa.Table, page: _Page, simple: tuple, counts: _Counts) -> tu
     clauses: list[sa.ColumnElement] = []
     paged_inside = False
     if any_of:
-        positive, paged_inside = _positive_condition(table, page, all_of, any_of, counts, not (none_of or not_all_of))
+        positive, paged_inside = _positive_condition(
+            table, page, all_of, any_of, counts, not (none_of or not_all_of), lacks_one=bool(not_all_of)
+        )
         clauses.append(positive)
     else:
         clauses += [_has_tag(table, page, tag) for tag in sorted(all_of)]
@@ -460,12 +479,14 @@ def _positive_condition(
     any_of: frozenset,
     counts: _Counts,
     positive: bool,
+    *,
+    lacks_one: bool = False,
 ) -> tuple[sa.ColumnElement, bool]:
     """The required tags and ``tags-any`` together, in each database's fastest form.
 
     *counts*: those each database's form may read; *positive*: the query
-    excludes no tag.  With whether PostgreSQL's form is an ``IN`` over tag
-    rows after the page's marker.
+    excludes no tag; *lacks_one*: it has a ``not-tags-any``.  With whether
+    PostgreSQL's form is an ``IN`` over tag rows after the page's marker.
     """
     required = [_has_tag(table, page, tag) for tag in sorted(all_of)]
     semi_join: sa.ColumnElement = sa.and_(*required, _has_any(table, page, any_of))
@@ -476,7 +497,9 @@ def _positive_condition(
     # the semi-join for a tags-any alone, as always before.
     small = counts.tags is not None and not _more_than(counts.tags, any_of, MYSQL_SEMI_JOIN_MAX)
     mysql_form = semi_join if positive and (small or (counts.tags is None and not all_of)) else per_tag
-    postgresql_form, found_in_tags = _postgresql_form(table, page, all_of, any_of, counts, semi_join, per_tag)
+    postgresql_form, found_in_tags = _postgresql_form(
+        table, page, all_of, any_of, counts, semi_join, per_tag, lacks_one=lacks_one
+    )
     condition = _DialectVariant(semi_join, mysql=mysql_form, postgresql=postgresql_form)
     return condition, found_in_tags and page.ranged
 
@@ -489,12 +512,14 @@ def _postgresql_form(
     counts: _Counts,
     semi_join: sa.ColumnElement,
     per_tag: sa.ColumnElement,
+    *,
+    lacks_one: bool = False,
 ) -> tuple[sa.ColumnElement, bool]:
     """PostgreSQL's form of the required tags and ``tags-any``: *semi_join* without counts or candidates.
 
     *per_tag* is one ``EXISTS`` per ``tags-any`` tag beside the required
-    tags.  With whether the form is an ``IN`` of ids found in the tag table
-    (driven or grouped).
+    tags; *lacks_one*: the query has a ``not-tags-any``.  With whether the
+    form is an ``IN`` of ids found in the tag table (driven or grouped).
     """
     tags, candidates = counts
     if tags is not None and candidates is not None and candidates >= GROUPED_MIN_CANDIDATES:
@@ -503,9 +528,9 @@ def _postgresql_form(
         if _any_is_small(all_of, any_of, tags):
             required = [_has_tag(table, page, tag) for tag in sorted(all_of)]
             return sa.and_(*required, _in_grouped(table, page, any_of)), True
-        if not all_of and not _more_than(tags, any_of, PROBED_ANY_ALONE_MAX):
+        if not all_of and not _more_than(tags, any_of, _probed_alone_max(lacks_one)):
             return per_tag, False
-    elif tags is not None and candidates is not None and _probed_over_few(all_of, any_of, tags, candidates):
+    elif tags is not None and candidates is not None and _probed_over_few(all_of, any_of, tags, candidates, lacks_one):
         return per_tag, False
     return semi_join, False
 
@@ -521,10 +546,20 @@ def _driven(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], can
     return rarest <= DRIVEN_REQUIRED_MAX and rows <= DRIVEN_MAX_SHARE * candidates
 
 
-def _probed_over_few(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
+def _probed_alone_max(lacks_one: bool) -> int:
+    """Most rows of a ``tags-any`` without required tags taken one ``EXISTS`` per tag (more by a ``not-tags-any``)."""
+    return PROBED_BESIDE_LACKING_MAX if lacks_one else PROBED_ANY_ALONE_MAX
+
+
+def _probed_over_few(
+    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, lacks_one: bool = False
+) -> bool:
     """Whether one ``EXISTS`` per tag beats the semi-join over fewer than :data:`GROUPED_MIN_CANDIDATES` candidates.
 
-    Without a required tag: a middling set (more than
+    Without a required tag: beside a ``not-tags-any`` (*lacks_one*), a
+    set on at most :data:`PROBED_BESIDE_LACKING_MAX` rows, whatever the
+    candidates (the semi-join would check the ``not-tags-any`` on every
+    candidate first); otherwise a middling set (more than
     :data:`GROUPED_ANY_SMALL` rows, at most :data:`PROBED_ANY_ALONE_MAX`)
     that the candidates outnumber; PostgreSQL hashes each tag's ids once
     rather than probe the semi-join per row (``bench/tags.py --sweep``,
@@ -544,10 +579,14 @@ def _probed_over_few(all_of: frozenset, any_of: frozenset, counts: Mapping[str, 
     if all_of:
         rarest = _rarest(counts, all_of)
         return rarest <= candidates and rarest < rows
+    if lacks_one:
+        return rows <= PROBED_BESIDE_LACKING_MAX
     return GROUPED_ANY_SMALL < rows <= min(PROBED_ANY_ALONE_MAX, candidates)
 
 
-def _form_settled(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
+def _form_settled(
+    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, lacks_one: bool = False
+) -> bool:
     """Whether PostgreSQL's form by *counts* over *candidates* is also the one any smaller counts give.
 
     Then counts scaled to the tag rows after a marker
@@ -557,7 +596,9 @@ def _form_settled(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int
     tag; over fewer, one ``EXISTS`` per tag beside a required tag
     and the semi-join beside one on at least the set's rows
     (:func:`_probed_over_few`), or without one on at most
-    :data:`GROUPED_ANY_SMALL` rows.
+    :data:`GROUPED_ANY_SMALL` rows (beside a ``not-tags-any``,
+    *lacks_one*: one ``EXISTS`` per tag on at most
+    :data:`PROBED_BESIDE_LACKING_MAX`).
     """
     if candidates >= GROUPED_MIN_CANDIDATES:
         if all_of:
@@ -568,7 +609,7 @@ def _form_settled(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int
         # only fewer than the candidates: per-tag stays per-tag, and a rarest
         # tag on at least the set's rows keeps the semi-join.
         return _probed_over_few(all_of, any_of, counts, candidates) or _rarest(counts, all_of) >= _rows(counts, any_of)
-    return not _more_than(counts, any_of, GROUPED_ANY_SMALL)
+    return not _more_than(counts, any_of, PROBED_BESIDE_LACKING_MAX if lacks_one else GROUPED_ANY_SMALL)
 
 
 def _more_than(counts: Mapping[str, int], tags: Iterable[str], most: int) -> bool:

@@ -278,8 +278,8 @@ class TagStore:
         whole query leaves before this condition, its filters and paging
         marker included (see there; ``None``, the default, whenever it is
         not known).  Given more than
-        :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` on PostgreSQL, the
-        counts are PostgreSQL's own statistics (:meth:`tag_statistics`),
+        :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` on PostgreSQL (any
+        number beside a ``not-tags-any``), the counts are PostgreSQL's own statistics (:meth:`tag_statistics`),
         read once per ``statistics_ttl`` seconds on *connection* (the
         caller's, so no second connection is taken from the pool) or on one
         of the store's, and taken cautiously: a ``tags-any`` tag outside
@@ -331,14 +331,16 @@ class TagStore:
         """The tag counts :meth:`where` passes, each database's own (``None`` where its SQL needs none)."""
         if self._mysql:
             return self._mysql_estimates(query, resource_id, marker, connection)
-        if not (self._postgresql and candidates is not None and candidates > GROUPED_ANY_SMALL):
+        if not (self._postgresql and candidates is not None):
             return None
         simple = query.simplified()
-        if simple is None:
+        # Over few candidates PostgreSQL's form depends on the counts only
+        # beside a not-tags-any (PROBED_BESIDE_LACKING_MAX).
+        if simple is None or not (candidates > GROUPED_ANY_SMALL or simple[3]):
             return None
         counts = self._estimated_counts(query, connection)
         if counts and marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
-            if not _form_settled(simple[0], simple[1], counts, candidates):
+            if not _form_settled(simple[0], simple[1], counts, candidates, bool(simple[3])):
                 counts = self._after_marker(counts, marker, connection)
         return counts
 

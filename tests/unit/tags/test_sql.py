@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -24,6 +25,7 @@ from tenancy_mw.tags.sql import (
     GROUPED_MIN_CANDIDATES,
     MYSQL_SEMI_JOIN_MAX,
     PROBED_ANY_ALONE_MAX,
+    PROBED_BESIDE_LACKING_MAX,
     TAG_COUNT_CAP,
     TagStatistics,
     count_tags,
@@ -337,12 +339,17 @@ def _grouped(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> bo
 
 
 def _pg_form(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> str:
-    """PostgreSQL's form of the query's positive part: driven, grouped, per-tag or semi-join."""
+    """PostgreSQL's form of the query's positive part: driven, grouped, per-tag or semi-join.
+
+    The semi-join is the one ``tag IN (...)`` outside a ``GROUP BY`` (so
+    a ``not-tags-any`` here has two tags: from three it is a count with
+    one of its own).
+    """
     text = _pg_sql(query_string, counts, candidates)
     if "GROUP BY" in text:
         inner = text[text.index("IN (SELECT") : text.index("GROUP BY")]
         return "driven" if "EXISTS" in inner else "grouped"
-    return "per-tag" if " OR " in text else "semi-join"
+    return "semi-join" if ".tag IN (" in text else "per-tag"
 
 
 def test_postgresql_sorts_tags_any_whole_only_when_the_counts_say_it_is_small():
@@ -412,6 +419,32 @@ def test_fewer_candidates_than_grouping_needs_but_more_than_the_set_hash_each_ta
     assert _pg_form("tags-any=x,y", middling, candidates=None) == "semi-join"
 
 
+def test_beside_a_not_tags_any_a_set_of_up_to_100k_rows_is_hashed_per_tag_whatever_the_candidates():
+    """any+not-any: the semi-join would check the not-tags-any on every candidate before joining them to the set."""
+    most = PROBED_BESIDE_LACKING_MAX
+    at_most = {"x": most // 2, "y": most - most // 2}
+    over = {"x": most // 2, "y": most - most // 2 + 1}
+    small = {"x": 1_000, "y": 1_000}
+    lacking = "tags-any=x,y&not-tags-any=a,b"
+    for candidates in (250, 4_000, 62_000, GROUPED_MIN_CANDIDATES - 1):
+        assert _pg_form(lacking, at_most, candidates) == "per-tag"
+        assert _pg_form(lacking, small, candidates) == "per-tag"
+        assert _pg_form(lacking, over, candidates) == "semi-join"
+        # Without it, over fewer candidates than the set: the semi-join.
+        assert _pg_form("tags-any=x,y", at_most, candidates) == "semi-join"
+        assert _pg_form("tags-any=x,y&not-tags=a", small, candidates) == "semi-join"
+    # Over many candidates a small set stays grouped; one up to the bound,
+    # per tag (alone only up to PROBED_ANY_ALONE_MAX).
+    assert _pg_form(lacking, small, GROUPED_MIN_CANDIDATES) == "grouped"
+    assert _pg_form(lacking, at_most, 10**6) == "per-tag"
+    assert _pg_form(lacking, over, 10**6) == "semi-join"
+    assert _pg_form("tags-any=x,y", at_most, 10**6) == "semi-join"
+    # Beside a required tag, or without counts or candidates, nothing changes.
+    assert _pg_form("tags=r&" + lacking, at_most | {"r": 500_000}, 4_000) == "semi-join"
+    assert _pg_form(lacking, None, 4_000) == "semi-join"
+    assert _pg_form(lacking, at_most, None) == "semi-join"
+
+
 def test_fewer_candidates_beside_a_rare_required_tag_drive_from_it_per_tag():
     """rare + any big on a filtered page: one EXISTS per tag lets PostgreSQL drive from the rare tag's rows."""
     big = {"x": 90_000, "y": 54_000}
@@ -437,20 +470,21 @@ def test_a_form_said_settled_is_the_one_the_rows_after_any_marker_give_too():
     sizes = [5_000, 25_000, 50_000, 100_000]
     pairs = [(x, y) for x in sizes for y in sizes if x <= y]
     checked = 0
-    for required in [None, 7_000, 20_000, 60_000, 80_000, 250_000]:
+    for required, lacking in itertools.product([None, 7_000, 20_000, 60_000, 80_000, 250_000], [False, True]):
         query_string = ("tags=r&" if required is not None else "") + "tags-any=x,y"
+        query_string += "&not-tags-any=a,b" if lacking else ""
         all_of = frozenset("r") if required is not None else frozenset()
         for x, y in pairs:
             counts = {"x": x, "y": y} | ({"r": required} if required is not None else {})
             for candidates in [20_000, 62_000, GROUPED_MIN_CANDIDATES - 1, GROUPED_MIN_CANDIDATES, 250_000, 10**6]:
-                if not tags_sql._form_settled(all_of, frozenset("xy"), counts, candidates):
+                if not tags_sql._form_settled(all_of, frozenset("xy"), counts, candidates, lacking):
                     continue
                 form = _pg_form(query_string, counts, candidates)
                 for share in (0.5, 0.1):
                     scaled = {tag: int(round(count * share)) for tag, count in counts.items()}
                     assert _pg_form(query_string, scaled, candidates) == form, (counts, candidates, share)
                 checked += 1
-    assert checked > 100  # the grid reaches settled forms of every kind, not a handful
+    assert checked > 200  # the grid reaches settled forms of every kind, not a handful
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "12", None, True], ids=["negative", "float", "text", "none", "bool"])

@@ -192,6 +192,30 @@ def test_where_reads_statistics_only_for_a_large_collection_and_then_reuses_them
         servers.drop(store.engine)
 
 
+def test_beside_a_not_tags_any_statistics_are_read_over_few_candidates_too(store):
+    """The one query shape whose SQL over a tenant-sized page depends on the counts (PROBED_BESIDE_LACKING_MAX)."""
+    store.replace_tags("s1", ["red", "web"])
+    store.replace_tags("s2", ["blue"])
+    store.replace_tags("s3", ["red", "web", "db"])
+    _analysed(store)
+    servers = _servers(store, ["s1", "s2", "s3", "s4"])
+    try:
+        page = sa.select(servers.c.id).order_by(servers.c.id)
+        found, statistics_reads = [], []
+        for query_string in ("tags-any=red,blue&not-tags=db", "tags-any=red,blue&not-tags-any=web,db"):
+            fresh = TagStore(store.engine, statistics_ttl=0)
+            with _Statements(store.engine) as sent:
+                condition = fresh.where(parse_tag_query(query_string), servers.c.id, 4_000)
+            statistics_reads.append(sum("pg_stats" in text for text in sent))
+            with store.engine.connect() as conn:
+                found.append(conn.execute(page.where(condition)).scalars().all())
+        assert found == [["s1", "s2"], ["s1", "s2"]]
+        expected = [0, 1] if store.engine.dialect.name == "postgresql" else [0, 0]
+        assert statistics_reads == expected
+    finally:
+        servers.drop(store.engine)
+
+
 def test_where_on_the_callers_connection_takes_no_second_one_from_the_pool(migrated_url):
     """A service holding its one pooled connection can still build the condition on it."""
     engine = sql.create_engine(migrated_url, pool_size=1, max_overflow=0, pool_timeout=2)
@@ -282,6 +306,12 @@ def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
         # Alone, past PROBED_ANY_ALONE_MAX (67,000 rows here): the semi-join.
         assert _form(tag_store, "tags-any=mid,least", fresh) == "semi-join"
         assert _form(tag_store, "tags-any=big,mid", fresh) == "semi-join"
+        # Beside a not-tags-any, up to PROBED_BESIDE_LACKING_MAX rows (67,000
+        # here), one EXISTS per tag over few candidates too; beyond, the semi-join.
+        assert _form(tag_store, "tags-any=mid,least&not-tags-any=a,b", fresh, 4_000) == "per-tag"
+        assert _form(tag_store, "tags-any=mid,least&not-tags-any=a,b", fresh) == "per-tag"
+        assert _form(tag_store, "tags-any=large,least&not-tags-any=a,b", fresh, 4_000) == "semi-join"
+        assert _form(tag_store, "tags-any=mid,least", fresh, 4_000) == "semi-join"
         # Statistics older than GROUPED_ANY_SMALL changed rows are not used at all.
         stale = fresh._replace(changed=GROUPED_ANY_SMALL + 1)
         assert _form(tag_store, "tags-any=x,y", stale) == "semi-join"
@@ -316,6 +346,9 @@ def test_where_reads_only_what_can_change_the_form(migrated_url):
         # (fewer rows keep it), the semi-join when the set is (they keep that too).
         assert page_after(tag_store, "tags=rare&tags-any=x,y", GROUPED_MIN_CANDIDATES - 1) == ("per-tag", 0)
         assert page_after(tag_store, "tags=large&tags-any=x,y", GROUPED_MIN_CANDIDATES - 1) == ("semi-join", 0)
+        # Beside a not-tags-any: one EXISTS per tag up to the bound stays so.
+        assert page_after(tag_store, "tags-any=mid,least&not-tags-any=a,b", 4_000) == ("per-tag", 0)
+        assert page_after(tag_store, "tags-any=large,least&not-tags-any=a,b", 4_000)[1] == 2
         # Without candidates (a tenant's own list) not even the statistics are read.
         assert page_after(fresh, "tags=rare&tags-any=x,y", None) == ("semi-join", 0)
         # More required rows than candidates, fewer than the set's: the share after the marker decides.
