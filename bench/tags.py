@@ -46,6 +46,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -129,10 +130,10 @@ QUERIES = [
 ]
 
 #: ``--sweep``: the ``not-tags-any`` beside each ``tags-any`` pair of
-#: :data:`SWEEP_ANY` (:data:`tenancy_mw.tags.sql.PROBED_BESIDE_LACKING_MAX`),
+#: :data:`SWEEP_ANY` (:data:`tenancy_mw.tags.sql.PROBED_BESIDE_NOT_ANY_MAX`),
 #: on pages of these sizes.
-SWEEP_LACKING = "not-tags-any=tag0001,tag0003"
-SWEEP_LACKING_PAGES = [("<", "01", "~4,000"), ("<", "1", "~62,000"), ("<", "4", "~250,000"), (None, None, "all")]
+SWEEP_NOT_ANY = "not-tags-any=tag0001,tag0003"
+SWEEP_NOT_ANY_PAGES = [("<", "01", "~4,000"), ("<", "1", "~62,000"), ("<", "4", "~250,000"), (None, None, "all")]
 
 
 #: Where each page starts: the first page, then ``?marker=`` pages from the
@@ -483,19 +484,14 @@ def _sweep_pages(engine, conn, query: TagQuery, candidates: int, operator: str |
     *operator* ``<``: a filtered page (``id < bound``); ``>``: the page
     after the marker *bound*; ``None``: the first page of the collection.
     """
+    page = sa.select(RESOURCES.c.id).order_by(RESOURCES.c.id).limit(PAGE)
+    if operator == "<":
+        page = page.where(RESOURCES.c.id < bound)
+    marker = bound if operator == ">" else None
     pages = {}
     for form, condition in _three_forms(query, candidates).items():
-        statement = sa.select(RESOURCES.c.id).where(condition)
-        if operator == "<":
-            statement = statement.where(RESOURCES.c.id < bound)
-        elif operator == ">":
-            statement = statement.where(RESOURCES.c.id > bound)
-        pages[form] = statement.order_by(RESOURCES.c.id).limit(PAGE)
-    bare = sa.select(RESOURCES.c.id).order_by(RESOURCES.c.id).limit(PAGE)
-    if operator == "<":
-        bare = bare.where(RESOURCES.c.id < bound)
-    marker = bound if operator == ">" else None
-    pages["ours"] = TagStore(engine).apply(bare, query, RESOURCES.c.id, marker=marker, limit=PAGE, connection=conn)
+        pages[form] = page.where(condition) if marker is None else page.where(condition, RESOURCES.c.id > marker)
+    pages["ours"] = TagStore(engine).apply(page, query, RESOURCES.c.id, marker=marker, limit=PAGE, connection=conn)
     return pages
 
 
@@ -530,7 +526,7 @@ def sweep(repeats: int, log) -> list[str]:
         with engine.connect() as conn:
             candidates = conn.execute(sa.select(sa.func.count()).select_from(RESOURCES)).scalar_one()
             sweeper = _Sweeper(engine, conn, candidates, repeats, log)
-            return sweeper.sizes() + [""] + sweeper.lacking() + [""] + sweeper.pages()
+            return sweeper.sizes() + [""] + sweeper.not_any() + [""] + sweeper.pages()
     finally:
         engine.dispose()
 
@@ -543,7 +539,7 @@ class _Sweeper:
     conn: sa.Connection
     candidates: int
     repeats: int
-    log: object
+    log: Callable[[str], None]
 
     def _timed(self, pages: dict, what: str) -> tuple[tuple, int]:
         """The median ms of each of :data:`FORMS`, and the page's rows."""
@@ -556,6 +552,7 @@ class _Sweeper:
         return planner.counts(query.tags_to_count()) if planner else {}
 
     def _line(self, text: str) -> str:
+        """*text*, logged as it comes (a sweep takes minutes)."""
         self.log(text)
         return text
 
@@ -594,15 +591,15 @@ class _Sweeper:
                 )
         return lines
 
-    def lacking(self) -> list[str]:
-        """Each size of :data:`SWEEP_ANY` beside :data:`SWEEP_LACKING`, on each page of :data:`SWEEP_LACKING_PAGES`."""
+    def not_any(self) -> list[str]:
+        """Each size of :data:`SWEEP_ANY` beside :data:`SWEEP_NOT_ANY`, on each page of :data:`SWEEP_NOT_ANY_PAGES`."""
         lines = [
-            "beside a not-tags-any: %s; id < bound leaves about this many candidates" % SWEEP_LACKING,
+            "beside a not-tags-any: %s; id < bound leaves about this many candidates" % SWEEP_NOT_ANY,
             "%10s %8s %5s %9s %9s %9s %9s  %-7s %s" % ("page", "any", "rows", *FORMS, "picked", "query"),
         ]
-        for operator, bound, label in SWEEP_LACKING_PAGES:
+        for operator, bound, label in SWEEP_NOT_ANY_PAGES:
             for first, second in SWEEP_ANY:
-                query_string = "tags-any=%s,%s&%s" % (tag_name(first), tag_name(second), SWEEP_LACKING)
+                query_string = "tags-any=%s,%s&%s" % (tag_name(first), tag_name(second), SWEEP_NOT_ANY)
                 query = parse_tag_query(query_string)
                 counts = self._counts(query)
                 pages = _sweep_pages(self.engine, self.conn, query, self.candidates, operator, bound)

@@ -42,11 +42,12 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   (:data:`DRIVEN_REQUIRED_MAX`) when the rows it reads are few beside the
   candidates (:data:`DRIVEN_MAX_SHARE`), grouped when its tags are on few
   rows (:data:`GROUPED_ANY_MAX`), one ``EXISTS`` per tag without a required
-  tag at middling sizes (:data:`PROBED_ANY_ALONE_MAX`); over fewer
+  tag at middling sizes (:data:`PROBED_ANY_ALONE_MAX`; beside a
+  ``not-tags-any``, :data:`PROBED_BESIDE_NOT_ANY_MAX`); over fewer
   candidates, one ``EXISTS`` per tag for a middling set alone that they
-  outnumber, or beside a required tag rarer than the set and than them;
-  beside a ``not-tags-any`` without required tags, one ``EXISTS`` per tag
-  up to :data:`PROBED_BESIDE_LACKING_MAX` rows over any candidates;
+  outnumber, for a set beside a ``not-tags-any`` on at most
+  :data:`PROBED_BESIDE_NOT_ANY_MAX` rows, or beside a required tag rarer
+  than the set and than them;
 - a *marker*: ``resource_id > marker``, last (on PostgreSQL left out where
   ``any_of`` is a driven or grouped ``IN``, which holds it), and the same range inside the
   subqueries the database joins (not those it probes per row under an
@@ -86,7 +87,7 @@ __all__ = [
     "DRIVEN_REQUIRED_MAX",
     "MYSQL_SEMI_JOIN_MAX",
     "PROBED_ANY_ALONE_MAX",
-    "PROBED_BESIDE_LACKING_MAX",
+    "PROBED_BESIDE_NOT_ANY_MAX",
     "TAGS",
     "TAG_COUNT_CAP",
     "TAG_LOCKS",
@@ -145,12 +146,13 @@ PROBED_ANY_ALONE_MAX = 60_000
 #: ``NOT EXISTS``, or a count) as a filter on every candidate before it
 #: joins them to a semi-join's set; beside one ``EXISTS`` per tag, whose
 #: hashed sets it checks first, only on the rows they let through
-#: (``bench/tags.py --sweep``, "beside a not-tags-any": ``tags-any`` of
-#: 76,000 rows beside ``not-tags-any=tag0001,tag0003``, 34 ms against 50 ms
-#: for the semi-join over ~4,000 candidates, 37 against 103 over ~62,000;
-#: of 143,000 rows over ~250,000 candidates, the semi-join wins, 32 ms
-#: against 66).
-PROBED_BESIDE_LACKING_MAX = 100_000
+#: (``bench/tags.py --sweep``, "beside a not-tags-any", where the store
+#: picks this: a ``tags-any`` of 91,000 rows beside
+#: ``not-tags-any=tag0001,tag0003``, one ``EXISTS`` per tag 27 ms against
+#: 31 ms for the semi-join over ~4,000 candidates, 39 against 111 over
+#: ~62,000, 49 against 133 over ~250,000; of 146,000 rows the semi-join
+#: wins or ties: 55 against 59 ms, 90 against 86, 32 against 63).
+PROBED_BESIDE_NOT_ANY_MAX = 100_000
 #: On MySQL/MariaDB, given counts, ``tags-any`` with no tag excluded (alone
 #: or beside required tags) is one semi-join
 #: (``EXISTS (... tag IN (...))``) when its tags are on at most this many
@@ -338,7 +340,7 @@ def _clauses(table: sa.Table, page: _Page, simple: tuple, counts: _Counts) -> tu
     paged_inside = False
     if any_of:
         positive, paged_inside = _positive_condition(
-            table, page, all_of, any_of, counts, not (none_of or not_all_of), lacks_one=bool(not_all_of)
+            table, page, all_of, any_of, counts, not (none_of or not_all_of), beside_not_any=bool(not_all_of)
         )
         clauses.append(positive)
     else:
@@ -480,12 +482,12 @@ def _positive_condition(
     counts: _Counts,
     positive: bool,
     *,
-    lacks_one: bool = False,
+    beside_not_any: bool,
 ) -> tuple[sa.ColumnElement, bool]:
     """The required tags and ``tags-any`` together, in each database's fastest form.
 
     *counts*: those each database's form may read; *positive*: the query
-    excludes no tag; *lacks_one*: it has a ``not-tags-any``.  With whether
+    excludes no tag; *beside_not_any*: it has a ``not-tags-any``.  With whether
     PostgreSQL's form is an ``IN`` over tag rows after the page's marker.
     """
     required = [_has_tag(table, page, tag) for tag in sorted(all_of)]
@@ -498,7 +500,7 @@ def _positive_condition(
     small = counts.tags is not None and not _more_than(counts.tags, any_of, MYSQL_SEMI_JOIN_MAX)
     mysql_form = semi_join if positive and (small or (counts.tags is None and not all_of)) else per_tag
     postgresql_form, found_in_tags = _postgresql_form(
-        table, page, all_of, any_of, counts, semi_join, per_tag, lacks_one=lacks_one
+        table, page, all_of, any_of, counts, semi_join, per_tag, beside_not_any=beside_not_any
     )
     condition = _DialectVariant(semi_join, mysql=mysql_form, postgresql=postgresql_form)
     return condition, found_in_tags and page.ranged
@@ -513,24 +515,26 @@ def _postgresql_form(
     semi_join: sa.ColumnElement,
     per_tag: sa.ColumnElement,
     *,
-    lacks_one: bool = False,
+    beside_not_any: bool,
 ) -> tuple[sa.ColumnElement, bool]:
     """PostgreSQL's form of the required tags and ``tags-any``: *semi_join* without counts or candidates.
 
     *per_tag* is one ``EXISTS`` per ``tags-any`` tag beside the required
-    tags; *lacks_one*: the query has a ``not-tags-any``.  With whether the
-    form is an ``IN`` of ids found in the tag table (driven or grouped).
+    tags; *beside_not_any*: the query has a ``not-tags-any``.  With whether
+    the form is an ``IN`` of ids found in the tag table (driven or grouped).
     """
     tags, candidates = counts
-    if tags is not None and candidates is not None and candidates >= GROUPED_MIN_CANDIDATES:
+    if tags is None or candidates is None:
+        return semi_join, False
+    if candidates >= GROUPED_MIN_CANDIDATES:
         if all_of and _driven(all_of, any_of, tags, candidates):
             return _in_positive_set(table, page, all_of, any_of), True
         if _any_is_small(all_of, any_of, tags):
             required = [_has_tag(table, page, tag) for tag in sorted(all_of)]
             return sa.and_(*required, _in_grouped(table, page, any_of)), True
-        if not all_of and not _more_than(tags, any_of, _probed_alone_max(lacks_one)):
+        if not all_of and not _more_than(tags, any_of, _per_tag_most(beside_not_any)):
             return per_tag, False
-    elif tags is not None and candidates is not None and _probed_over_few(all_of, any_of, tags, candidates, lacks_one):
+    elif _probed_over_few(all_of, any_of, tags, candidates, beside_not_any):
         return per_tag, False
     return semi_join, False
 
@@ -546,25 +550,25 @@ def _driven(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], can
     return rarest <= DRIVEN_REQUIRED_MAX and rows <= DRIVEN_MAX_SHARE * candidates
 
 
-def _probed_alone_max(lacks_one: bool) -> int:
-    """Most rows of a ``tags-any`` without required tags taken one ``EXISTS`` per tag (more by a ``not-tags-any``)."""
-    return PROBED_BESIDE_LACKING_MAX if lacks_one else PROBED_ANY_ALONE_MAX
+def _per_tag_most(beside_not_any: bool) -> int:
+    """Most rows of a ``tags-any`` without required tags that PostgreSQL gets as one ``EXISTS`` per tag."""
+    return PROBED_BESIDE_NOT_ANY_MAX if beside_not_any else PROBED_ANY_ALONE_MAX
 
 
 def _probed_over_few(
-    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, lacks_one: bool = False
+    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, beside_not_any: bool
 ) -> bool:
     """Whether one ``EXISTS`` per tag beats the semi-join over fewer than :data:`GROUPED_MIN_CANDIDATES` candidates.
 
-    Without a required tag: beside a ``not-tags-any`` (*lacks_one*), a
-    set on at most :data:`PROBED_BESIDE_LACKING_MAX` rows, whatever the
+    Without a required tag: beside a ``not-tags-any`` (*beside_not_any*), a
+    set on at most :data:`PROBED_BESIDE_NOT_ANY_MAX` rows, whatever the
     candidates (the semi-join would check the ``not-tags-any`` on every
     candidate first); otherwise a middling set (more than
     :data:`GROUPED_ANY_SMALL` rows, at most :data:`PROBED_ANY_ALONE_MAX`)
     that the candidates outnumber; PostgreSQL hashes each tag's ids once
     rather than probe the semi-join per row (``bench/tags.py --sweep``,
-    ~62,000 candidates: any+not-any 22 ms against 110 ms, tags-any of
-    44,000 rows 16 ms against 32 ms).  Beside required tags: the rarest on
+    ~62,000 candidates: ``tags-any`` of 44,000 rows 18 ms against 42 ms,
+    of 28,000 rows 22 ms against 32 ms).  Beside required tags: the rarest on
     no more rows than the candidates and fewer than the set's; PostgreSQL
     then drives from that tag's rows and probes the set, where the
     semi-join reads the larger set (``rare + any big`` at ~62,000: 19 ms
@@ -579,13 +583,13 @@ def _probed_over_few(
     if all_of:
         rarest = _rarest(counts, all_of)
         return rarest <= candidates and rarest < rows
-    if lacks_one:
-        return rows <= PROBED_BESIDE_LACKING_MAX
-    return GROUPED_ANY_SMALL < rows <= min(PROBED_ANY_ALONE_MAX, candidates)
+    if beside_not_any:
+        return rows <= _per_tag_most(beside_not_any)
+    return GROUPED_ANY_SMALL < rows <= min(_per_tag_most(beside_not_any), candidates)
 
 
 def _form_settled(
-    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, lacks_one: bool = False
+    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, beside_not_any: bool
 ) -> bool:
     """Whether PostgreSQL's form by *counts* over *candidates* is also the one any smaller counts give.
 
@@ -597,8 +601,11 @@ def _form_settled(
     and the semi-join beside one on at least the set's rows
     (:func:`_probed_over_few`), or without one on at most
     :data:`GROUPED_ANY_SMALL` rows (beside a ``not-tags-any``,
-    *lacks_one*: one ``EXISTS`` per tag on at most
-    :data:`PROBED_BESIDE_LACKING_MAX`).
+    *beside_not_any*: one ``EXISTS`` per tag on at most
+    :data:`PROBED_BESIDE_NOT_ANY_MAX`).  Up to rounding: the store rounds
+    each scaled count alone, so beside a rarest required tag on about as
+    many rows as the set (where the two forms cost alike) the page after
+    the marker may get the other form than the one said settled.
     """
     if candidates >= GROUPED_MIN_CANDIDATES:
         if all_of:
@@ -608,8 +615,9 @@ def _form_settled(
         # Scaling keeps the rarest tag's share of the set's rows and makes it
         # only fewer than the candidates: per-tag stays per-tag, and a rarest
         # tag on at least the set's rows keeps the semi-join.
-        return _probed_over_few(all_of, any_of, counts, candidates) or _rarest(counts, all_of) >= _rows(counts, any_of)
-    return not _more_than(counts, any_of, PROBED_BESIDE_LACKING_MAX if lacks_one else GROUPED_ANY_SMALL)
+        probed = _probed_over_few(all_of, any_of, counts, candidates, beside_not_any)
+        return probed or _rarest(counts, all_of) >= _rows(counts, any_of)
+    return not _more_than(counts, any_of, _per_tag_most(True) if beside_not_any else GROUPED_ANY_SMALL)
 
 
 def _more_than(counts: Mapping[str, int], tags: Iterable[str], most: int) -> bool:

@@ -334,13 +334,17 @@ class TagStore:
         if not (self._postgresql and candidates is not None):
             return None
         simple = query.simplified()
-        # Over few candidates PostgreSQL's form depends on the counts only
-        # beside a not-tags-any (PROBED_BESIDE_LACKING_MAX).
-        if simple is None or not (candidates > GROUPED_ANY_SMALL or simple[3]):
+        if simple is None:
+            return None
+        all_of, any_of, _, not_all_of = simple
+        # Up to GROUPED_ANY_SMALL candidates (a tenant's own list) the counts
+        # are read only for a tags-any without required tags beside a
+        # not-tags-any, whose form they decide (PROBED_BESIDE_NOT_ANY_MAX).
+        if candidates <= GROUPED_ANY_SMALL and not (not_all_of and not all_of):
             return None
         counts = self._estimated_counts(query, connection)
         if counts and marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
-            if not _form_settled(simple[0], simple[1], counts, candidates, bool(simple[3])):
+            if not _form_settled(all_of, any_of, counts, candidates, bool(not_all_of)):
                 counts = self._after_marker(counts, marker, connection)
         return counts
 

@@ -60,7 +60,7 @@ def test_small_run_on_both_servers_reports_every_query():
             "--database", name, "--resources", "3000", "--repeats", "1", "--sweep", "--backend", "postgresql"
         )
         sizes, rest = proc.stdout.split("beside a not-tags-any")
-        lacking, _ = rest.split("filtered pages")
+        not_any, _ = rest.split("filtered pages")
         sweep_rows = [line.split() for line in sizes.splitlines() if "tags-any=" in line]
         expected = sum(1 for r in bench_tags.SWEEP_REQUIRED for pair in bench_tags.SWEEP_ANY if r not in pair)
         assert len(sweep_rows) == expected, proc.stdout
@@ -68,11 +68,11 @@ def test_small_run_on_both_servers_reports_every_query():
         # the store keeps the semi-join whatever the tags.
         assert all(fields[-2] == "semi" for fields in sweep_rows), proc.stdout
         # Beside a not-tags-any, on each page, one EXISTS per tag for sets
-        # this small (PROBED_BESIDE_LACKING_MAX).
-        labels = {label for _, _, label in bench_tags.SWEEP_LACKING_PAGES}
-        lacking_rows = [fields for fields in map(str.split, lacking.splitlines()) if fields and fields[0] in labels]
-        assert len(lacking_rows) == len(bench_tags.SWEEP_LACKING_PAGES) * len(bench_tags.SWEEP_ANY), proc.stdout
-        assert all(fields[-2] == "per-tag" for fields in lacking_rows), proc.stdout
+        # this small (PROBED_BESIDE_NOT_ANY_MAX).
+        labels = {label for _, _, label in bench_tags.SWEEP_NOT_ANY_PAGES}
+        not_any_rows = [fields for fields in map(str.split, not_any.splitlines()) if fields and fields[0] in labels]
+        assert len(not_any_rows) == len(bench_tags.SWEEP_NOT_ANY_PAGES) * len(bench_tags.SWEEP_ANY), proc.stdout
+        assert all(fields[-2] == "per-tag" for fields in not_any_rows), proc.stdout
         # Then both forms on pages whose own condition leaves fewer candidates.
         filtered = proc.stdout.split("filtered pages")[1].splitlines()[2:]
         any_queries = [q for _, q, _ in bench_tags.QUERIES if len(parse_tag_query(q).simplified()[1]) >= 2]

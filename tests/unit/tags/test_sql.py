@@ -25,7 +25,7 @@ from tenancy_mw.tags.sql import (
     GROUPED_MIN_CANDIDATES,
     MYSQL_SEMI_JOIN_MAX,
     PROBED_ANY_ALONE_MAX,
-    PROBED_BESIDE_LACKING_MAX,
+    PROBED_BESIDE_NOT_ANY_MAX,
     TAG_COUNT_CAP,
     TagStatistics,
     count_tags,
@@ -421,28 +421,28 @@ def test_fewer_candidates_than_grouping_needs_but_more_than_the_set_hash_each_ta
 
 def test_beside_a_not_tags_any_a_set_of_up_to_100k_rows_is_hashed_per_tag_whatever_the_candidates():
     """any+not-any: the semi-join would check the not-tags-any on every candidate before joining them to the set."""
-    most = PROBED_BESIDE_LACKING_MAX
+    most = PROBED_BESIDE_NOT_ANY_MAX
     at_most = {"x": most // 2, "y": most - most // 2}
     over = {"x": most // 2, "y": most - most // 2 + 1}
     small = {"x": 1_000, "y": 1_000}
-    lacking = "tags-any=x,y&not-tags-any=a,b"
+    query = "tags-any=x,y&not-tags-any=a,b"
     for candidates in (250, 4_000, 62_000, GROUPED_MIN_CANDIDATES - 1):
-        assert _pg_form(lacking, at_most, candidates) == "per-tag"
-        assert _pg_form(lacking, small, candidates) == "per-tag"
-        assert _pg_form(lacking, over, candidates) == "semi-join"
+        assert _pg_form(query, at_most, candidates) == "per-tag"
+        assert _pg_form(query, small, candidates) == "per-tag"
+        assert _pg_form(query, over, candidates) == "semi-join"
         # Without it, over fewer candidates than the set: the semi-join.
         assert _pg_form("tags-any=x,y", at_most, candidates) == "semi-join"
         assert _pg_form("tags-any=x,y&not-tags=a", small, candidates) == "semi-join"
     # Over many candidates a small set stays grouped; one up to the bound,
     # per tag (alone only up to PROBED_ANY_ALONE_MAX).
-    assert _pg_form(lacking, small, GROUPED_MIN_CANDIDATES) == "grouped"
-    assert _pg_form(lacking, at_most, 10**6) == "per-tag"
-    assert _pg_form(lacking, over, 10**6) == "semi-join"
+    assert _pg_form(query, small, GROUPED_MIN_CANDIDATES) == "grouped"
+    assert _pg_form(query, at_most, 10**6) == "per-tag"
+    assert _pg_form(query, over, 10**6) == "semi-join"
     assert _pg_form("tags-any=x,y", at_most, 10**6) == "semi-join"
     # Beside a required tag, or without counts or candidates, nothing changes.
-    assert _pg_form("tags=r&" + lacking, at_most | {"r": 500_000}, 4_000) == "semi-join"
-    assert _pg_form(lacking, None, 4_000) == "semi-join"
-    assert _pg_form(lacking, at_most, None) == "semi-join"
+    assert _pg_form("tags=r&" + query, at_most | {"r": 500_000}, 4_000) == "semi-join"
+    assert _pg_form(query, None, 4_000) == "semi-join"
+    assert _pg_form(query, at_most, None) == "semi-join"
 
 
 def test_fewer_candidates_beside_a_rare_required_tag_drive_from_it_per_tag():
@@ -467,17 +467,17 @@ def test_fewer_candidates_beside_a_rare_required_tag_drive_from_it_per_tag():
 
 def test_a_form_said_settled_is_the_one_the_rows_after_any_marker_give_too():
     """TagStore skips the two EXPLAINs of a marker's share where _form_settled says fewer rows keep the form."""
-    sizes = [5_000, 25_000, 50_000, 100_000]
+    sizes = [5_000, 25_000, 50_000, 50_001, 100_000]  # sums on both sides of PROBED_BESIDE_NOT_ANY_MAX
     pairs = [(x, y) for x in sizes for y in sizes if x <= y]
     checked = 0
-    for required, lacking in itertools.product([None, 7_000, 20_000, 60_000, 80_000, 250_000], [False, True]):
+    for required, beside_not_any in itertools.product([None, 7_000, 20_000, 60_000, 80_000, 250_000], [False, True]):
         query_string = ("tags=r&" if required is not None else "") + "tags-any=x,y"
-        query_string += "&not-tags-any=a,b" if lacking else ""
+        query_string += "&not-tags-any=a,b" if beside_not_any else ""
         all_of = frozenset("r") if required is not None else frozenset()
         for x, y in pairs:
             counts = {"x": x, "y": y} | ({"r": required} if required is not None else {})
             for candidates in [20_000, 62_000, GROUPED_MIN_CANDIDATES - 1, GROUPED_MIN_CANDIDATES, 250_000, 10**6]:
-                if not tags_sql._form_settled(all_of, frozenset("xy"), counts, candidates, lacking):
+                if not tags_sql._form_settled(all_of, frozenset("xy"), counts, candidates, beside_not_any):
                     continue
                 form = _pg_form(query_string, counts, candidates)
                 for share in (0.5, 0.1):
@@ -485,6 +485,12 @@ def test_a_form_said_settled_is_the_one_the_rows_after_any_marker_give_too():
                     assert _pg_form(query_string, scaled, candidates) == form, (counts, candidates, share)
                 checked += 1
     assert checked > 200  # the grid reaches settled forms of every kind, not a handful
+    # Beside a not-tags-any, one EXISTS per tag up to the bound stays so;
+    # a semi-join beyond it may not.
+    most = PROBED_BESIDE_NOT_ANY_MAX
+    at_most, over = {"x": most // 2, "y": most - most // 2}, {"x": most // 2, "y": most - most // 2 + 1}
+    assert tags_sql._form_settled(frozenset(), frozenset("xy"), at_most, 4_000, True)
+    assert not tags_sql._form_settled(frozenset(), frozenset("xy"), over, 4_000, True)
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "12", None, True], ids=["negative", "float", "text", "none", "bool"])

@@ -193,7 +193,7 @@ def test_where_reads_statistics_only_for_a_large_collection_and_then_reuses_them
 
 
 def test_beside_a_not_tags_any_statistics_are_read_over_few_candidates_too(store):
-    """The one query shape whose SQL over a tenant-sized page depends on the counts (PROBED_BESIDE_LACKING_MAX)."""
+    """The one query shape whose SQL over a tenant-sized page depends on the counts (PROBED_BESIDE_NOT_ANY_MAX)."""
     store.replace_tags("s1", ["red", "web"])
     store.replace_tags("s2", ["blue"])
     store.replace_tags("s3", ["red", "web", "db"])
@@ -202,15 +202,20 @@ def test_beside_a_not_tags_any_statistics_are_read_over_few_candidates_too(store
     try:
         page = sa.select(servers.c.id).order_by(servers.c.id)
         found, statistics_reads = [], []
-        for query_string in ("tags-any=red,blue&not-tags=db", "tags-any=red,blue&not-tags-any=web,db"):
+        for query_string in (
+            "tags-any=red,blue&not-tags=db",
+            "tags=web&tags-any=red,blue&not-tags-any=db,green",
+            "tags-any=red,blue&not-tags-any=web,db",
+        ):
             fresh = TagStore(store.engine, statistics_ttl=0)
             with _Statements(store.engine) as sent:
                 condition = fresh.where(parse_tag_query(query_string), servers.c.id, 4_000)
             statistics_reads.append(sum("pg_stats" in text for text in sent))
             with store.engine.connect() as conn:
                 found.append(conn.execute(page.where(condition)).scalars().all())
-        assert found == [["s1", "s2"], ["s1", "s2"]]
-        expected = [0, 1] if store.engine.dialect.name == "postgresql" else [0, 0]
+        assert found == [["s1", "s2"], ["s1", "s3"], ["s1", "s2"]]
+        # Only the last: without required tags beside a not-tags-any.
+        expected = [0, 0, 1] if store.engine.dialect.name == "postgresql" else [0, 0, 0]
         assert statistics_reads == expected
     finally:
         servers.drop(store.engine)
@@ -306,8 +311,9 @@ def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
         # Alone, past PROBED_ANY_ALONE_MAX (67,000 rows here): the semi-join.
         assert _form(tag_store, "tags-any=mid,least", fresh) == "semi-join"
         assert _form(tag_store, "tags-any=big,mid", fresh) == "semi-join"
-        # Beside a not-tags-any, up to PROBED_BESIDE_LACKING_MAX rows (67,000
-        # here), one EXISTS per tag over few candidates too; beyond, the semi-join.
+        # Beside a not-tags-any, a set on up to PROBED_BESIDE_NOT_ANY_MAX rows
+        # (mid and least: 67,000) is one EXISTS per tag over few candidates
+        # too; large and least (157,000), the semi-join.
         assert _form(tag_store, "tags-any=mid,least&not-tags-any=a,b", fresh, 4_000) == "per-tag"
         assert _form(tag_store, "tags-any=mid,least&not-tags-any=a,b", fresh) == "per-tag"
         assert _form(tag_store, "tags-any=large,least&not-tags-any=a,b", fresh, 4_000) == "semi-join"
