@@ -109,8 +109,12 @@ __all__ = [
 #: at most :data:`GROUPED_ANY_REQUIRED_MAX` (:func:`tag_condition`).  The
 #: numbers come from ``bench/tags.py --sweep`` (``bench/README.rst``).
 GROUPED_ANY_MAX = 100_000
-#: See :data:`GROUPED_ANY_MAX`.
-GROUPED_ANY_SMALL = 30_000
+#: See :data:`GROUPED_ANY_MAX`.  Alone, the grouped form and one ``EXISTS``
+#: per tag cross between 21,000 and 31,000 rows over a million candidates
+#: (``bench/tags.py --sweep``: 24 against 27 ms, then 27 against 22), and
+#: at about 24,000 after a marker (``tags-any 44k`` after ``4``, 29,000
+#: rows: 24 against 18 ms grouped when this was 30,000).
+GROUPED_ANY_SMALL = 25_000
 #: See :data:`GROUPED_ANY_MAX`.
 GROUPED_ANY_BESIDE = 45_000
 #: See :data:`GROUPED_ANY_MAX`.
@@ -618,6 +622,22 @@ def _form_settled(
         probed = _probed_over_few(all_of, any_of, counts, candidates, beside_not_any)
         return probed or _rarest(counts, all_of) >= _rows(counts, any_of)
     return not _more_than(counts, any_of, _per_tag_most(True) if beside_not_any else GROUPED_ANY_SMALL)
+
+
+def _read_after_marker(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
+    """Whether PostgreSQL's form by *counts* reads the ``tags-any`` rows after a page's marker only (grouped or driven).
+
+    Those forms carry the marker into their ``IN``, so counts scaled to the
+    share after it (:meth:`~tenancy_mw.tags.store.TagStore.where`) are what
+    they read; one ``EXISTS`` per tag hashes each tag's rows whole, so
+    without required tags the choice between it and the semi-join is made
+    on the whole table's counts (``tags-any common`` after marker ``f``,
+    350,000 rows, scaled to 26,000: 130 ms per tag against 5 ms for the
+    semi-join).
+    """
+    if candidates < GROUPED_MIN_CANDIDATES:
+        return False
+    return bool(all_of) and _driven(all_of, any_of, counts, candidates) or _any_is_small(all_of, any_of, counts)
 
 
 def _more_than(counts: Mapping[str, int], tags: Iterable[str], most: int) -> bool:

@@ -63,6 +63,7 @@ from tenancy_mw.tags.sql import (
     TagTables,
     _check_candidates,
     _form_settled,
+    _read_after_marker,
     _shared_order,
     check_page,
     tag_statistics,
@@ -292,7 +293,10 @@ class TagStore:
         PostgreSQL gathered them.  After a *marker* (where its range goes
         inside the tag subqueries) they are scaled to the share of the tag
         rows after it, as the planner estimates it (two ``EXPLAIN``, where
-        fewer rows may change the form): a later page reads only those.  A
+        fewer rows may change the form): a later page reads only those,
+        beside required tags and in the grouped form; without required tags
+        one ``EXISTS`` per tag hashes each tag's rows whole, so there the
+        scaled counts are kept only where they give the grouped form.  A
         tenant's own list passes no *candidates*, and nothing is read there.
         On MySQL/MariaDB, for a
         ``tags-any`` beside no excluded tag, the counts are its own estimate
@@ -345,7 +349,9 @@ class TagStore:
         counts = self._estimated_counts(query, connection)
         if counts and marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
             if not _form_settled(all_of, any_of, counts, candidates, bool(not_all_of)):
-                counts = self._after_marker(counts, marker, connection)
+                after = self._after_marker(counts, marker, connection)
+                if all_of or _read_after_marker(all_of, any_of, after, candidates):
+                    counts = after
         return counts
 
     def apply(

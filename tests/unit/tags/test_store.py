@@ -369,6 +369,37 @@ def test_where_reads_only_what_can_change_the_form(migrated_url):
         fresh.close()
 
 
+def test_after_a_marker_one_exists_per_tag_is_judged_on_the_whole_tables_rows(migrated_url):
+    """tags-any common after marker f: per tag hashes each tag's rows whole; the share counts for grouping."""
+    if not migrated_url.startswith("postgresql"):
+        return  # only PostgreSQL's counts are scaled to the marker
+    tag_store = TagStore(migrated_url)
+    try:
+        with tag_store.engine.begin() as conn:
+            conn.execute(tag_store.tags.delete())
+        for number in range(100):
+            tag_store.add_tag("r%03d" % number, "big")
+        _analysed(tag_store)  # after r089: a tenth of the tag rows, as the planner sees them
+        common = {"big": 500_000, "mid": 60_000, "least": 7_000}
+        tag_store._statistics = (TagStatistics(common, other=1_000, changed=0), float("inf"))
+        servers = sa.table("servers", sa.column("id", sql.ExactString(40)))
+
+        def form_after(query_string, candidates):
+            condition = tag_store.where(parse_tag_query(query_string), servers.c.id, candidates, marker="r089")
+            return _form_of(str(condition.compile(tag_store.engine)))
+
+        # 560,000 rows, about 56,000 after the marker: per tag by that share,
+        # but it would hash all 560,000: the semi-join, as for the whole table.
+        statistics = tag_store._statistics[0]
+        assert form_after("tags-any=big,mid", 60_000) == "semi-join"
+        assert form_after("tags-any=big,mid", 60_000) == _form(tag_store, "tags-any=big,mid", statistics, 60_000)
+        # 67,000 rows, about 6,700 after it: grouped, which reads only those.
+        assert form_after("tags-any=mid,least", 10**6) == "grouped"
+        assert _form(tag_store, "tags-any=mid,least", statistics, 10**6) == "semi-join"
+    finally:
+        tag_store.close()
+
+
 def test_reading_statistics_leaves_the_callers_connection_as_it_was(migrated_url):
     tag_store = TagStore(migrated_url, statistics_ttl=0)
     servers = sa.table("servers", sa.column("id"))
