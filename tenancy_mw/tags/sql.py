@@ -530,17 +530,42 @@ def _postgresql_form(
     tags, candidates = counts
     if tags is None or candidates is None:
         return semi_join, False
+    form = _postgresql_form_name(all_of, any_of, tags, candidates, beside_not_any)
+    if form == "driven":
+        return _in_positive_set(table, page, all_of, any_of), True
+    if form == "grouped":
+        required = [_has_tag(table, page, tag) for tag in sorted(all_of)]
+        return sa.and_(*required, _in_grouped(table, page, any_of)), True
+    return (per_tag if form == "per-tag" else semi_join), False
+
+
+def _postgresql_form_name(
+    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, beside_not_any: bool
+) -> str:
+    """PostgreSQL's form of ``tags-any`` by *counts* over *candidates*: driven, grouped, per-tag or semi-join.
+
+    *all_of* and *any_of*: the required and ``tags-any`` tags of the
+    simplified query; *beside_not_any*: it has a ``not-tags-any``.  The
+    rules are the module doc's; :func:`tag_condition` builds the SQL of the
+    form named here.
+
+    Example::
+
+        >>> _postgresql_form_name(frozenset(), frozenset({"a", "b"}), {"a": 9_000, "b": 6_000}, 10**6, False)
+        'grouped'
+        >>> _postgresql_form_name(frozenset(), frozenset({"a", "b"}), {"a": 9_000, "b": 6_000}, 4_000, False)
+        'semi-join'
+    """
     if candidates >= GROUPED_MIN_CANDIDATES:
-        if all_of and _driven(all_of, any_of, tags, candidates):
-            return _in_positive_set(table, page, all_of, any_of), True
-        if _any_is_small(all_of, any_of, tags):
-            required = [_has_tag(table, page, tag) for tag in sorted(all_of)]
-            return sa.and_(*required, _in_grouped(table, page, any_of)), True
-        if not all_of and not _more_than(tags, any_of, _per_tag_most(beside_not_any)):
-            return per_tag, False
-    elif _probed_over_few(all_of, any_of, tags, candidates, beside_not_any):
-        return per_tag, False
-    return semi_join, False
+        if all_of and _driven(all_of, any_of, counts, candidates):
+            return "driven"
+        if _any_is_small(all_of, any_of, counts):
+            return "grouped"
+        if not all_of and not _more_than(counts, any_of, _per_tag_most(beside_not_any)):
+            return "per-tag"
+    elif _probed_over_few(all_of, any_of, counts, candidates, beside_not_any):
+        return "per-tag"
+    return "semi-join"
 
 
 def _driven(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
@@ -622,22 +647,6 @@ def _form_settled(
         probed = _probed_over_few(all_of, any_of, counts, candidates, beside_not_any)
         return probed or _rarest(counts, all_of) >= _rows(counts, any_of)
     return not _more_than(counts, any_of, _per_tag_most(True) if beside_not_any else GROUPED_ANY_SMALL)
-
-
-def _read_after_marker(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
-    """Whether PostgreSQL's form by *counts* reads the ``tags-any`` rows after a page's marker only (grouped or driven).
-
-    Those forms carry the marker into their ``IN``, so counts scaled to the
-    share after it (:meth:`~tenancy_mw.tags.store.TagStore.where`) are what
-    they read; one ``EXISTS`` per tag hashes each tag's rows whole, so
-    without required tags the choice between it and the semi-join is made
-    on the whole table's counts (``tags-any common`` after marker ``f``,
-    350,000 rows, scaled to 26,000: 130 ms per tag against 5 ms for the
-    semi-join).
-    """
-    if candidates < GROUPED_MIN_CANDIDATES:
-        return False
-    return bool(all_of) and _driven(all_of, any_of, counts, candidates) or _any_is_small(all_of, any_of, counts)
 
 
 def _more_than(counts: Mapping[str, int], tags: Iterable[str], most: int) -> bool:

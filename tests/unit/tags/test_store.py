@@ -370,7 +370,7 @@ def test_where_reads_only_what_can_change_the_form(migrated_url):
 
 
 def test_after_a_marker_one_exists_per_tag_is_judged_on_the_whole_tables_rows(migrated_url):
-    """tags-any common after marker f: per tag hashes each tag's rows whole; the share counts for grouping."""
+    """tags-any common after marker f: one EXISTS per tag hashes each tag's rows whole, the other forms the share."""
     if not migrated_url.startswith("postgresql"):
         return  # only PostgreSQL's counts are scaled to the marker
     tag_store = TagStore(migrated_url)
@@ -380,7 +380,7 @@ def test_after_a_marker_one_exists_per_tag_is_judged_on_the_whole_tables_rows(mi
         for number in range(100):
             tag_store.add_tag("r%03d" % number, "big")
         _analysed(tag_store)  # after r089: a tenth of the tag rows, as the planner sees them
-        common = {"big": 500_000, "mid": 60_000, "least": 7_000}
+        common = {"big": 500_000, "mid": 60_000, "half": 45_000, "least": 7_000}
         tag_store._statistics = (TagStatistics(common, other=1_000, changed=0), float("inf"))
         servers = sa.table("servers", sa.column("id", sql.ExactString(40)))
 
@@ -396,6 +396,10 @@ def test_after_a_marker_one_exists_per_tag_is_judged_on_the_whole_tables_rows(mi
         # 67,000 rows, about 6,700 after it: grouped, which reads only those.
         assert form_after("tags-any=mid,least", 10**6) == "grouped"
         assert _form(tag_store, "tags-any=mid,least", statistics, 10**6) == "semi-join"
+        # 52,000 rows, about 5,200 after it: the semi-join, which reads only
+        # those, though the whole table's would give one EXISTS per tag.
+        assert form_after("tags-any=half,least", 60_000) == "semi-join"
+        assert _form(tag_store, "tags-any=half,least", statistics, 60_000) == "per-tag"
     finally:
         tag_store.close()
 
