@@ -109,11 +109,12 @@ __all__ = [
 #: at most :data:`GROUPED_ANY_REQUIRED_MAX` (:func:`tag_condition`).  The
 #: numbers come from ``bench/tags.py --sweep`` (``bench/README.rst``).
 GROUPED_ANY_MAX = 100_000
-#: See :data:`GROUPED_ANY_MAX`.  Alone, the grouped form and one ``EXISTS``
-#: per tag cross between 21,000 and 31,000 rows over a million candidates
-#: (``bench/tags.py --sweep``: 24 against 27 ms, then 27 against 22), and
-#: at about 24,000 after a marker (``tags-any 44k`` after ``4``, 29,000
-#: rows: 24 against 18 ms grouped when this was 30,000).
+#: See :data:`GROUPED_ANY_MAX`.  Alone, over a million candidates, one
+#: sweep (``bench/tags.py --sweep``) had the grouped form faster than one
+#: ``EXISTS`` per tag at 21,000 rows (24 against 27 ms) and slower at
+#: 31,000 (27 against 22), another had it slower at both; in two runs of
+#: the table, ``tags-any 44k`` after marker ``4`` (29,000 rows after it)
+#: took 24 ms grouped against 18 per tag when this was 30,000.
 GROUPED_ANY_SMALL = 25_000
 #: See :data:`GROUPED_ANY_MAX`.
 GROUPED_ANY_BESIDE = 45_000
@@ -620,21 +621,21 @@ def _probed_over_few(
 def _form_settled(
     all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, beside_not_any: bool
 ) -> bool:
-    """Whether PostgreSQL's form by *counts* over *candidates* is also the one any smaller counts give.
+    """Whether PostgreSQL's form by *counts* over *candidates* is also a later page's, whatever its marker.
 
-    Then counts scaled to the tag rows after a marker
-    (:meth:`~tenancy_mw.tags.store.TagStore.where`) would not change it:
-    over :data:`GROUPED_MIN_CANDIDATES` or more, driven (:func:`_driven`:
-    fewer rows keep both of its bounds) and grouped without a required
-    tag; over fewer, one ``EXISTS`` per tag beside a required tag
-    and the semi-join beside one on at least the set's rows
-    (:func:`_probed_over_few`), or without one on at most
-    :data:`GROUPED_ANY_SMALL` rows (beside a ``not-tags-any``,
-    *beside_not_any*: one ``EXISTS`` per tag on at most
-    :data:`PROBED_BESIDE_NOT_ANY_MAX`).  Up to rounding: the store rounds
-    each scaled count alone, so beside a rarest required tag on about as
-    many rows as the set (where the two forms cost alike) the page after
-    the marker may get the other form than the one said settled.
+    Then the store need not scale the counts to the tag rows after the
+    marker (:func:`_later_page_counts`, two ``EXPLAIN``): over
+    :data:`GROUPED_MIN_CANDIDATES` or more, driven (:func:`_driven`: fewer
+    rows keep both of its bounds) and grouped without a required tag; over
+    fewer, one ``EXISTS`` per tag beside a required tag and the semi-join
+    beside one on at least the set's rows (:func:`_probed_over_few`);
+    without one, beside a ``not-tags-any`` (*beside_not_any*: whatever the
+    share, the whole table's counts choose between one ``EXISTS`` per tag
+    and the semi-join) and wherever the whole table's give the semi-join.
+    Up to rounding: the store rounds each scaled count alone, so beside a
+    rarest required tag on about as many rows as the set (where the two
+    forms cost alike) the page after the marker may get the other form
+    than the one said settled.
     """
     if candidates >= GROUPED_MIN_CANDIDATES:
         if all_of:
@@ -646,7 +647,29 @@ def _form_settled(
         # tag on at least the set's rows keeps the semi-join.
         probed = _probed_over_few(all_of, any_of, counts, candidates, beside_not_any)
         return probed or _rarest(counts, all_of) >= _rows(counts, any_of)
-    return not _more_than(counts, any_of, _per_tag_most(True) if beside_not_any else GROUPED_ANY_SMALL)
+    return beside_not_any or _postgresql_form_name(all_of, any_of, counts, candidates, beside_not_any) != "per-tag"
+
+
+def _later_page_counts(
+    all_of: frozenset,
+    any_of: frozenset,
+    whole: Mapping[str, int],
+    after: Mapping[str, int],
+    candidates: int,
+    beside_not_any: bool,
+) -> Mapping[str, int]:
+    """The counts that choose a later page's form: *after* the marker, but *whole* for one ``EXISTS`` per tag.
+
+    The driven, grouped and semi-join forms read the tag rows after the
+    marker; one ``EXISTS`` per tag without required tags hashes each
+    tag's rows whole, so where *after* gives it, the whole table's
+    counts decide between it and the semi-join (``tags-any common`` after
+    marker ``f``: 350,000 rows, 26,000 after it, 130 ms per tag against 32
+    ms for the semi-join in ``bench/README.rst``'s table).
+    """
+    if all_of or _postgresql_form_name(all_of, any_of, after, candidates, beside_not_any) != "per-tag":
+        return after
+    return whole
 
 
 def _more_than(counts: Mapping[str, int], tags: Iterable[str], most: int) -> bool:

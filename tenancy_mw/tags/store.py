@@ -63,7 +63,7 @@ from tenancy_mw.tags.sql import (
     TagTables,
     _check_candidates,
     _form_settled,
-    _postgresql_form_name,
+    _later_page_counts,
     _shared_order,
     check_page,
     tag_statistics,
@@ -296,10 +296,9 @@ class TagStore:
         fewer rows may change the form): a later page reads only those,
         but for one ``EXISTS`` per tag without required tags, which hashes
         each tag's rows whole: where the scaled counts give that form, the
-        whole table's decide between it and the semi-join.  A
-        tenant's own list passes no *candidates*, and nothing is read there.
-        On MySQL/MariaDB, for a
-        ``tags-any`` beside no excluded tag, the counts are its own estimate
+        whole table's decide between it and the semi-join.  A tenant's own
+        list passes no *candidates*, and nothing is read there.  On
+        MySQL/MariaDB, for a ``tags-any`` beside no excluded tag, the counts are its own estimate
         of each tag's rows after the marker (one ``EXPLAIN`` per tag),
         whatever *candidates*.  *marker* and *limit*: the page
         (:func:`~tenancy_mw.tags.sql.tag_condition`).
@@ -350,30 +349,8 @@ class TagStore:
         if counts and marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
             if not _form_settled(all_of, any_of, counts, candidates, bool(not_all_of)):
                 after = self._after_marker(counts, marker, connection)
-                counts = self._counts_past_marker(all_of, any_of, counts, after, candidates, bool(not_all_of))
+                counts = dict(_later_page_counts(all_of, any_of, counts, after, candidates, bool(not_all_of)))
         return counts
-
-    @staticmethod
-    def _counts_past_marker(
-        all_of: frozenset,
-        any_of: frozenset,
-        whole: dict[str, int],
-        after: dict[str, int],
-        candidates: int,
-        beside_not_any: bool,
-    ) -> dict[str, int]:
-        """The counts that choose a later page's form: *after* the marker, but *whole* for one ``EXISTS`` per tag.
-
-        The driven, grouped and semi-join forms read the tag rows after the
-        marker; one ``EXISTS`` per tag without required tags hashes each
-        tag's rows whole, so where *after* gives it, the whole table's
-        counts decide between it and the semi-join (``tags-any common``
-        after marker ``f``: 350,000 rows, 26,000 after it, 130 ms per tag
-        against 5 ms for the semi-join).
-        """
-        if all_of or _postgresql_form_name(all_of, any_of, after, candidates, beside_not_any) != "per-tag":
-            return after
-        return whole
 
     def apply(
         self,

@@ -466,7 +466,7 @@ def test_fewer_candidates_beside_a_rare_required_tag_drive_from_it_per_tag():
 
 
 def test_a_form_said_settled_is_the_one_the_rows_after_any_marker_give_too():
-    """TagStore skips the two EXPLAINs of a marker's share where _form_settled says fewer rows keep the form."""
+    """TagStore skips the two EXPLAINs of a marker's share where _form_settled says a later page keeps the form."""
     sizes = [5_000, 25_000, 50_000, 50_001, 100_000]  # sums on both sides of PROBED_BESIDE_NOT_ANY_MAX
     pairs = [(x, y) for x in sizes for y in sizes if x <= y]
     checked = 0
@@ -482,15 +482,43 @@ def test_a_form_said_settled_is_the_one_the_rows_after_any_marker_give_too():
                 form = _pg_form(query_string, counts, candidates)
                 for share in (0.5, 0.1):
                     scaled = {tag: int(round(count * share)) for tag, count in counts.items()}
-                    assert _pg_form(query_string, scaled, candidates) == form, (counts, candidates, share)
+                    later = tags_sql._later_page_counts(
+                        all_of, frozenset("xy"), counts, scaled, candidates, beside_not_any
+                    )
+                    assert _pg_form(query_string, later, candidates) == form, (counts, candidates, share)
                 checked += 1
-    assert checked > 200  # the grid reaches settled forms of every kind, not a handful
-    # Beside a not-tags-any, one EXISTS per tag up to the bound stays so;
-    # a semi-join beyond it may not.
-    most = PROBED_BESIDE_NOT_ANY_MAX
-    at_most, over = {"x": most // 2, "y": most - most // 2}, {"x": most // 2, "y": most - most // 2 + 1}
-    assert tags_sql._form_settled(frozenset(), frozenset("xy"), at_most, 4_000, True)
-    assert not tags_sql._form_settled(frozenset(), frozenset("xy"), over, 4_000, True)
+    assert checked > 300  # the grid reaches settled forms of every kind, not a handful
+    # Over few candidates beside a not-tags-any the whole table's counts
+    # decide whatever the share; without one, a set on middling rows may
+    # become a semi-join after the marker.
+    middling = {"x": 20_000, "y": 20_000}
+    assert tags_sql._form_settled(frozenset(), frozenset("xy"), middling, 62_000, True)
+    assert not tags_sql._form_settled(frozenset(), frozenset("xy"), middling, 62_000, False)
+
+
+def test_a_later_page_chooses_one_exists_per_tag_on_the_whole_tables_rows():
+    """One EXISTS per tag hashes each tag's rows whole; the other forms read the rows after the marker."""
+    xy = frozenset("xy")
+    common = {"x": 300_000, "y": 50_000}
+    after = {"x": 15_000, "y": 15_000}  # 30,000: per tag by the share alone
+    assert tags_sql._later_page_counts(frozenset(), xy, common, after, 62_000, False) == common
+    assert _pg_form(
+        "tags-any=x,y", tags_sql._later_page_counts(frozenset(), xy, common, after, 62_000, False), 62_000
+    ) == ("semi-join")
+    middling = {"x": 25_000, "y": 20_000}
+    assert _pg_form(
+        "tags-any=x,y", tags_sql._later_page_counts(frozenset(), xy, middling, after, 62_000, False), 62_000
+    ) == ("per-tag")
+    # Grouped and semi-join by the share: the share.
+    few = {"x": 5_000, "y": 5_000}
+    assert tags_sql._later_page_counts(frozenset(), xy, common, few, 10**6, False) == few
+    assert tags_sql._later_page_counts(frozenset(), xy, common, few, 62_000, False) == few
+    # Beside required tags, the share always (their EXISTS carry the marker).
+    assert tags_sql._later_page_counts(
+        frozenset("r"), xy, common | {"r": 7_000}, after | {"r": 700}, 62_000, False
+    ) == (after | {"r": 700})
+    # Beside a not-tags-any: per tag by the share, the semi-join by the whole.
+    assert tags_sql._later_page_counts(frozenset(), xy, common, after, 62_000, True) == common
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "12", None, True], ids=["negative", "float", "text", "none", "bool"])
