@@ -280,8 +280,8 @@ class TagStore:
         marker included (see there; ``None``, the default, whenever it is
         not known).  Given more than
         :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` on PostgreSQL (any
-        number beside a ``not-tags-any``), the counts are PostgreSQL's own statistics (:meth:`tag_statistics`),
-        read once per ``statistics_ttl`` seconds on *connection* (the
+        number beside a ``not-tags-any``), the counts are PostgreSQL's own
+        statistics (:meth:`tag_statistics`), read once per ``statistics_ttl`` seconds on *connection* (the
         caller's, so no second connection is taken from the pool) or on one
         of the store's, and taken cautiously: a ``tags-any`` tag outside
         the most common ones counts as many rows as the least common of
@@ -298,9 +298,9 @@ class TagStore:
         each tag's rows whole: where the scaled counts give that form, the
         whole table's decide between it and the semi-join.  A tenant's own
         list passes no *candidates*, and nothing is read there.  On
-        MySQL/MariaDB, for a ``tags-any`` beside no excluded tag, the counts are its own estimate
-        of each tag's rows after the marker (one ``EXPLAIN`` per tag),
-        whatever *candidates*.  *marker* and *limit*: the page
+        MySQL/MariaDB, for a ``tags-any`` beside no excluded tag, the
+        counts are its own estimate of each tag's rows after the marker
+        (one ``EXPLAIN`` per tag), whatever *candidates*.  *marker* and *limit*: the page
         (:func:`~tenancy_mw.tags.sql.tag_condition`).
 
         Example::
@@ -345,7 +345,7 @@ class TagStore:
         # not-tags-any, whose form they decide (PROBED_BESIDE_NOT_ANY_MAX).
         if candidates <= GROUPED_ANY_SMALL and not (not_all_of and not all_of):
             return None
-        counts = self._estimated_counts(query, connection)
+        counts = self._estimated_counts(all_of, any_of, connection)
         if counts and marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
             if not _form_settled(all_of, any_of, counts, candidates, bool(not_all_of)):
                 after = self._after_marker(counts, marker, connection)
@@ -486,10 +486,16 @@ class TagStore:
         share = min(1.0, after / every)
         return {tag: int(round(count * share)) for tag, count in counts.items()}
 
-    def _estimated_counts(self, query: TagQuery, connection: sa.Connection | None) -> dict[str, int] | None:
-        """The counts :meth:`where` passes on PostgreSQL, from its statistics; ``None`` when they cannot serve."""
-        simple = query.simplified()
-        if simple is None or len(simple[1]) < 2:
+    def _estimated_counts(
+        self, all_of: frozenset, any_of: frozenset, connection: sa.Connection | None
+    ) -> dict[str, int] | None:
+        """The counts :meth:`where` passes on PostgreSQL, from its statistics; ``None`` when they cannot serve.
+
+        *all_of* and *any_of*: the required and ``tags-any`` tags of the
+        simplified query (only a ``tags-any`` of two tags or more has forms
+        to choose from).
+        """
+        if len(any_of) < 2:
             return None
         statistics = self.tag_statistics(connection)
         # Too many rows changed since PostgreSQL's last ANALYZE: a tag made
@@ -501,7 +507,6 @@ class TagStore:
         # form reads them all); for a required tag, rare (it drives the
         # semi-join, which then wins).
         ceiling = max(statistics.other, min(statistics.common.values(), default=0))
-        all_of, any_of = simple[0], simple[1]
         counts = {tag: statistics.common.get(tag, ceiling) for tag in any_of}
         counts.update((tag, statistics.common.get(tag, 0)) for tag in all_of)
         return counts
