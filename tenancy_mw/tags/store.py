@@ -425,6 +425,12 @@ class TagStore:
         :meth:`tag_statistics`) or one of the store's; ``None`` on another
         database and when ``EXPLAIN`` fails (logged), as for a statement
         with a parameter bound only when it is executed.
+
+        The ``EXPLAIN`` is of the statement under a ``LIMIT 1``: a plan is
+        costed for its first row, as the caller's page is, not for every
+        row, so it does not load PostgreSQL's JIT into the session where the
+        caller's own statements would not (once loaded, every parallel
+        worker of the session's later queries loads it too).
         """
         if not self._postgresql:
             return None
@@ -433,13 +439,18 @@ class TagStore:
             counted = counted.where(resource_id > marker)
         # One untyped column over the statement: the plan's row is read as it
         # comes, not through the result types of the statement's own columns.
-        explained = _Explain(sa.select(sa.literal_column("1")).select_from(counted.subquery()))
+        # LIMIT 1 keeps the plan's cost to its first row's, as the caller's
+        # page does: a plan costed for every row goes over jit_above_cost,
+        # and PostgreSQL then loads its JIT (LLVM) into the session, where
+        # every parallel worker of its later queries loads it again (about
+        # 20 ms a query).  The rows are those of the node under the limit.
+        explained = _Explain(sa.select(sa.literal_column("1")).select_from(counted.subquery()).limit(1))
 
         def explain(conn: sa.Connection) -> int:
             plan = conn.execute(explained).scalar_one()
             if isinstance(plan, str):
                 plan = json.loads(plan)
-            return int(plan[0]["Plan"]["Plan Rows"])
+            return int(plan[0]["Plan"]["Plans"][0]["Plan Rows"])
 
         try:
             return self._read_on(connection, explain)

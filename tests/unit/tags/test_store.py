@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import threading
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -13,6 +14,7 @@ from tenancy_mw.core import sql
 from tenancy_mw.tags.model import InvalidTag, parse_tag_query
 from tenancy_mw.tags.sql import GROUPED_ANY_SMALL, GROUPED_MIN_CANDIDATES, MYSQL_SEMI_JOIN_MAX, TagStatistics
 from tenancy_mw.tags.store import TagLimitExceeded, TagStore
+from tests.conftest import require
 
 
 @pytest.fixture(scope="module")
@@ -633,6 +635,69 @@ def test_a_connection_in_autocommit_gets_the_estimates_too(make_database, backen
         expected = {"postgresql": "driven", "mariadb": "semi-join"}[backend]
         assert _form_of(str(condition.compile(store.engine))) == expected
         servers.drop(store.engine)
+    finally:
+        store.close()
+
+
+def _jit_loaded(conn: sa.Connection) -> bool:
+    """Whether the PostgreSQL backend serving *conn* has loaded the JIT provider (LLVM): its memory map says."""
+    pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+    maps = Path("/proc/%d/maps" % pid)
+    require(maps.is_file() and "postgres" in maps.read_text(), "the PostgreSQL server's processes on this machine")
+    return "llvmjit" in maps.read_text()
+
+
+def _plan_cost(conn: sa.Connection, statement: sa.Select) -> float:
+    text = str(statement.compile(conn.engine, compile_kwargs={"literal_binds": True}))
+    return float(conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + text).scalar_one()[0]["Plan"]["Total Cost"])
+
+
+def test_the_planners_estimate_leaves_postgresqls_jit_unloaded(make_database):
+    """The store's EXPLAIN loads no JIT into the caller's session where the caller's own page does not.
+
+    Once a session has loaded LLVM, each parallel worker of its later
+    queries loads it again, about 20 ms a query on the bench's machine.
+    """
+    url = make_database("postgresql")
+    migrations.upgrade(url, ["tags"])
+    store = TagStore(url)
+    try:
+        with store.engine.connect() as conn:
+            require(conn.exec_driver_sql("SELECT pg_jit_available()").scalar_one(), "PostgreSQL's JIT (LLVM)")
+            conn.invalidate()  # asking loads it: this session goes
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE servers (id VARCHAR(40) PRIMARY KEY)")
+            conn.exec_driver_sql(
+                "INSERT INTO servers SELECT 's' || lpad(n::text, 6, '0') FROM generate_series(1, 100000) AS n"
+            )
+            conn.exec_driver_sql(
+                "INSERT INTO tenancy_mw_tags (resource_id, tag)"
+                " SELECT id, CASE WHEN id < 's050000' THEN 'x' ELSE 'y' END"
+                " FROM servers WHERE mod(substr(id, 2)::int, 50) = 0"
+            )
+            conn.exec_driver_sql("ANALYZE servers")
+            conn.exec_driver_sql("ANALYZE tenancy_mw_tags")
+        servers = sa.table("servers", sa.column("id", sql.ExactString(40)))
+        page = sa.select(servers.c.id).order_by(servers.c.id).limit(100)
+        query = parse_tag_query("tags-any=x,y")
+        every_row = sa.select(sa.literal_column("1")).select_from(servers)
+        with store.engine.connect() as conn:
+            applied = store.apply(page, query, servers.c.id, marker="s025000", limit=100)
+            # JIT for any plan costed over the page's, as reading every server is.
+            page_cost, every_cost = _plan_cost(conn, applied), _plan_cost(conn, every_row)
+            assert page_cost * 2 < every_cost
+            threshold = (page_cost + every_cost) / 2
+            conn.exec_driver_sql("SET jit_above_cost = %f" % threshold)
+            assert not _jit_loaded(conn)
+
+            applied = store.apply(page, query, servers.c.id, marker="s025000", limit=100, connection=conn)
+            assert store.planned_rows(page, servers.c.id, "s025000", connection=conn) > 50_000
+            assert len(conn.execute(applied).all()) == 100
+            assert not _jit_loaded(conn)
+
+            # What an EXPLAIN of every row (as the store's once was) does.
+            conn.exec_driver_sql("EXPLAIN " + str(every_row.compile(store.engine)))
+            assert _jit_loaded(conn)
     finally:
         store.close()
 
