@@ -158,6 +158,26 @@ def _explained_tag_rows(
     return counts
 
 
+def _rows_under_limit(node: dict) -> int:
+    """The estimated rows of what the ``Limit`` of an ``EXPLAIN (FORMAT JSON)`` plan reads.
+
+    That input is the Limit's ``Outer`` child: the InitPlans and CTEs of the
+    statement hang beside it, listed first, and a ``Gather`` may sit above
+    the Limit (``debug_parallel_query``).  ``LookupError`` when the plan has
+    no Limit.
+    """
+    while node["Node Type"] != "Limit":
+        node = _outer_child(node)
+    return int(_outer_child(node)["Plan Rows"])
+
+
+def _outer_child(node: dict) -> dict:
+    for child in node.get("Plans", ()):
+        if child.get("Parent Relationship") == "Outer":
+            return child
+    raise LookupError("no Outer child under %s" % node.get("Node Type"))
+
+
 def _autocommits(connection: sa.Connection) -> bool:
     """Whether *connection* runs in ``AUTOCOMMIT`` (its own option, or its engine's)."""
     if connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
@@ -417,20 +437,21 @@ class TagStore:
     ) -> int | None:
         """PostgreSQL's estimate of the rows *statement* selects (after *marker* on *resource_id*); ``None`` elsewhere.
 
-        ``EXPLAIN (FORMAT JSON)`` of the statement without its ``ORDER BY``,
-        ``LIMIT`` and ``OFFSET``, sent as SQLAlchemy sends the statement
-        itself (its ``IN`` lists expanded, its values bound by their
-        columns' types): the planner's own row estimate, no read of the
-        data.  On *connection* (left as it was, as for
-        :meth:`tag_statistics`) or one of the store's; ``None`` on another
-        database and when ``EXPLAIN`` fails (logged), as for a statement
-        with a parameter bound only when it is executed.
+        ``EXPLAIN (FORMAT JSON) SELECT 1 FROM (statement) LIMIT 1``, the
+        statement without its own ``ORDER BY``, ``LIMIT`` and ``OFFSET`` and
+        sent as SQLAlchemy sends it (its ``IN`` lists expanded, its values
+        bound by their columns' types): the planner's estimate of the rows
+        the limit reads, no read of the data.  On *connection* (left as it
+        was, as for :meth:`tag_statistics`) or one of the store's; ``None``
+        on another database and when ``EXPLAIN`` fails (logged), as for a
+        statement with a parameter bound only when it is executed.
 
-        The ``EXPLAIN`` is of the statement under a ``LIMIT 1``: a plan is
-        costed for its first row, as the caller's page is, not for every
-        row, so it does not load PostgreSQL's JIT into the session where the
-        caller's own statements would not (once loaded, every parallel
-        worker of the session's later queries loads it too).
+        The ``LIMIT 1`` costs the plan to its first row, as the caller's
+        page is, not to every row, so that it rarely goes over
+        ``jit_above_cost`` where the caller's own page does not (a
+        statement that sorts or hashes many rows before its first still
+        may).  Over it, PostgreSQL loads its JIT into the session, and every
+        parallel worker of the session's later queries loads it again.
         """
         if not self._postgresql:
             return None
@@ -439,24 +460,24 @@ class TagStore:
             counted = counted.where(resource_id > marker)
         # One untyped column over the statement: the plan's row is read as it
         # comes, not through the result types of the statement's own columns.
-        # LIMIT 1 keeps the plan's cost to its first row's, as the caller's
+        # LIMIT 1 keeps the plan's cost near its first row's, as the caller's
         # page does: a plan costed for every row goes over jit_above_cost,
         # and PostgreSQL then loads its JIT (LLVM) into the session, where
         # every parallel worker of its later queries loads it again (about
-        # 20 ms a query).  The rows are those of the node under the limit.
+        # 17 ms a query).
         explained = _Explain(sa.select(sa.literal_column("1")).select_from(counted.subquery()).limit(1))
 
         def explain(conn: sa.Connection) -> int:
             plan = conn.execute(explained).scalar_one()
-            if isinstance(plan, str):
-                plan = json.loads(plan)
-            return int(plan[0]["Plan"]["Plans"][0]["Plan Rows"])
+            return _rows_under_limit((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"])
 
         try:
             return self._read_on(connection, explain)
         except sa.exc.SQLAlchemyError as exc:
             LOG.warning("Could not ask PostgreSQL for its estimate of a tag query's rows: %s", sql.error_summary(exc))
-            return None
+        except (LookupError, TypeError, ValueError) as exc:
+            LOG.warning("PostgreSQL's plan of a tag query has no rows under its LIMIT: %r", exc)
+        return None
 
     def _mysql_estimates(
         self, query: TagQuery, resource_id: sa.ColumnElement, marker: str | None, connection: sa.Connection | None
