@@ -246,9 +246,35 @@ def ensure_database(backend: str) -> None:
         engine.dispose()
 
 
+#: ``--jit``: PostgreSQL's JIT in every session of the bench.  ``off``: turned
+#: off, so that no statement loads it.  ``loaded``: on and loaded at the
+#: start, as in a long-lived session where some statement once cost more
+#: than ``jit_above_cost``: each parallel worker of its later queries then
+#: loads it too (``bench/README.rst``).
+JIT_MODES = ("off", "loaded")
+JIT = "off"
+
+
 def engine_for(backend: str) -> sa.Engine:
     args = {"connect_args": {"local_infile": True}} if backend == "mariadb" else {}
-    return sql.create_engine(database_url(backend), **args)
+    engine = sql.create_engine(database_url(backend), **args)
+    if backend == "postgresql":
+        sa.event.listen(engine, "connect", _set_jit)
+    return engine
+
+
+def _set_jit(dbapi_connection, _record) -> None:
+    """Each PostgreSQL session of the bench with JIT as :data:`JIT` says."""
+    cursor = dbapi_connection.cursor()
+    if JIT == "off":
+        cursor.execute("SET jit = off")
+    else:
+        cursor.execute("SET jit_above_cost = 0")
+        cursor.execute("EXPLAIN SELECT 1")  # a plan over jit_above_cost loads the JIT provider
+        cursor.execute("RESET jit_above_cost")
+    cursor.close()
+    # A SET in a transaction rolled back (the pool's reset) is undone.
+    dbapi_connection.commit()
 
 
 def loaded(engine: sa.Engine, params: Params) -> bool:
@@ -354,6 +380,8 @@ def server_settings(backend: str) -> str:
     finally:
         engine.dispose()
     settings = ", ".join("%s %s" % pair for pair in zip(MEMORY_SETTINGS[backend], values, strict=True))
+    if backend == "postgresql":
+        settings += "; JIT in the bench's sessions: %s" % JIT
     return "%s %s (%s)" % (backend, str(version).split(" ")[0].split("-")[0], settings)
 
 
@@ -704,7 +732,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global DATABASE
+    global DATABASE, JIT
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--backend", action="append", choices=sorted(ADMIN_URLS), help="postgresql and/or mariadb (default: both)"
@@ -737,10 +765,17 @@ def main(argv: list[str] | None = None) -> int:
         " TagQuery.where's thresholds) instead of the table",
     )
     parser.add_argument("--database", default=DATABASE, help="database name on each server (default %(default)s)")
+    parser.add_argument(
+        "--jit",
+        choices=JIT_MODES,
+        default=JIT,
+        help="PostgreSQL's JIT in the bench's sessions: off, or loaded at the start (default %(default)s)",
+    )
     args = parser.parse_args(argv)
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", args.database):
         parser.error("--database must be a plain lower-case SQL name")
     DATABASE = args.database
+    JIT = args.jit
     params = Params(args.resources, args.tags_per_resource, args.pool, args.skew, args.seed)
     backends = args.backend or ["postgresql", "mariadb"]
 
@@ -763,7 +798,7 @@ def main(argv: list[str] | None = None) -> int:
             "tenancy_mw tags-any sweep, PostgreSQL: median of %d runs; required/any = estimated rows (planner"
             " statistics) of the required tag / of the tags-any tags together; ours / picked = the time and the"
             " form of TagStore.where"
-            " takes for a page over the whole collection" % args.repeats
+            " takes for a page over the whole collection; %s" % (args.repeats, server_settings("postgresql"))
         )
         print("\n".join(sweep(args.repeats, log)))
         return 0

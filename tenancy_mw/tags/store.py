@@ -159,15 +159,16 @@ def _explained_tag_rows(
 
 
 def _rows_under_limit(node: dict) -> int:
-    """The estimated rows of what the ``Limit`` of an ``EXPLAIN (FORMAT JSON)`` plan reads.
+    """The estimated rows of the input of the top ``Limit`` of an ``EXPLAIN (FORMAT JSON)`` plan.
 
     That input is the Limit's ``Outer`` child: the InitPlans and CTEs of the
-    statement hang beside it, listed first, and a ``Gather`` may sit above
-    the Limit (``debug_parallel_query``).  ``LookupError`` when the plan has
-    no Limit.
+    statement hang beside it, listed first.  Only a ``Gather`` may sit above
+    the Limit (``debug_parallel_query``).  ``LookupError`` for another plan.
     """
-    while node["Node Type"] != "Limit":
+    while node["Node Type"] == "Gather":
         node = _outer_child(node)
+    if node["Node Type"] != "Limit":
+        raise LookupError("no Limit on top but %s" % node["Node Type"])
     return int(_outer_child(node)["Plan Rows"])
 
 
@@ -441,10 +442,11 @@ class TagStore:
         statement without its own ``ORDER BY``, ``LIMIT`` and ``OFFSET`` and
         sent as SQLAlchemy sends it (its ``IN`` lists expanded, its values
         bound by their columns' types): the planner's estimate of the rows
-        the limit reads, no read of the data.  On *connection* (left as it
-        was, as for :meth:`tag_statistics`) or one of the store's; ``None``
-        on another database and when ``EXPLAIN`` fails (logged), as for a
-        statement with a parameter bound only when it is executed.
+        of the limit's input, no read of the data.  On *connection* (left as
+        it was, as for :meth:`tag_statistics`) or one of the store's;
+        ``None`` on another database, when ``EXPLAIN`` fails, as for a
+        statement with a parameter bound only when it is executed, and for
+        a plan without that limit on top (both logged).
 
         The ``LIMIT 1`` costs the plan to its first row, as the caller's
         page is, not to every row, so that it rarely goes over
@@ -461,23 +463,26 @@ class TagStore:
         # One untyped column over the statement: the plan's row is read as it
         # comes, not through the result types of the statement's own columns.
         # LIMIT 1 keeps the plan's cost near its first row's, as the caller's
-        # page does: a plan costed for every row goes over jit_above_cost,
-        # and PostgreSQL then loads its JIT (LLVM) into the session, where
-        # every parallel worker of its later queries loads it again (about
-        # 17 ms a query).
+        # page does: a plan of a large statement costed for every row goes
+        # over jit_above_cost, and PostgreSQL then loads its JIT (LLVM) into
+        # the session, where every parallel worker of its later queries
+        # loads it again (about 17 ms a query).
         explained = _Explain(sa.select(sa.literal_column("1")).select_from(counted.subquery()).limit(1))
 
-        def explain(conn: sa.Connection) -> int:
+        def explain(conn: sa.Connection):
             plan = conn.execute(explained).scalar_one()
-            return _rows_under_limit((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"])
+            return json.loads(plan) if isinstance(plan, str) else plan
 
         try:
-            return self._read_on(connection, explain)
+            plan = self._read_on(connection, explain)
         except sa.exc.SQLAlchemyError as exc:
             LOG.warning("Could not ask PostgreSQL for its estimate of a tag query's rows: %s", sql.error_summary(exc))
-        except (LookupError, TypeError, ValueError) as exc:
-            LOG.warning("PostgreSQL's plan of a tag query has no rows under its LIMIT: %r", exc)
-        return None
+            return None
+        try:
+            return _rows_under_limit(plan[0]["Plan"])
+        except (LookupError, TypeError, ValueError, AttributeError):
+            LOG.warning("PostgreSQL's plan of a tag query has no rows under its LIMIT: %s", shorten(repr(plan)))
+            return None
 
     def _mysql_estimates(
         self, query: TagQuery, resource_id: sa.ColumnElement, marker: str | None, connection: sa.Connection | None

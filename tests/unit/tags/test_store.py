@@ -722,12 +722,13 @@ def test_the_planners_estimate_is_the_statements_own_beside_init_plans_and_ctes(
     servers = sa.table("servers", sa.column("id", sql.ExactString(40)), sa.column("tenant", sa.Integer))
     acme = sa.select(tenants.c.id).where(tenants.c.name == "t7")
     mine = sa.select(servers.c.id).where(servers.c.tenant < 26)
+    materialized = mine.cte("mine").prefix_with("MATERIALIZED")
     ladder = sa.select(sa.literal(1).label("n")).cte("ladder", recursive=True)
     ladder = ladder.union_all(sa.select(ladder.c.n + 1).where(ladder.c.n < 10))
     statements = {
         "scalar subquery": sa.select(servers.c.id).where(servers.c.tenant == acme.scalar_subquery()),
         "uncorrelated exists": sa.select(servers.c.id).where(acme.exists()),
-        "materialized cte": sa.select(mine.cte("mine").prefix_with("MATERIALIZED").c.id),
+        "materialized cte": sa.select(materialized.c.id).where(materialized.c.id > "s010000"),
         "recursive cte": sa.select(servers.c.id).where(servers.c.tenant.in_(sa.select(ladder.c.n))),
     }
     with store.engine.connect() as conn:
@@ -740,11 +741,18 @@ def test_the_planners_estimate_is_the_statements_own_beside_init_plans_and_ctes(
         # A Gather over the whole plan, the Limit under it, as PostgreSQL's debugging setting puts it.
         estimate = store.planned_rows(mine, connection=conn)
         setting = "force_parallel_mode" if conn.dialect.server_version_info < (16,) else "debug_parallel_query"
+        conn.exec_driver_sql("SET max_parallel_workers_per_gather = 2")  # with none, no Gather at all
         conn.exec_driver_sql("SET %s = on" % setting)
-        text = str(mine.compile(store.engine, compile_kwargs={"literal_binds": True}))
-        plan = conn.exec_driver_sql("EXPLAIN (FORMAT JSON) %s LIMIT 1" % text).scalar_one()[0]["Plan"]
-        assert plan["Node Type"] == "Gather"
+        sent = []
+
+        def record(_conn, cursor, statement, parameters, *_):
+            sent.append(cursor.mogrify(statement, parameters).decode())
+
+        sa.event.listen(conn, "before_cursor_execute", record)
         assert store.planned_rows(mine, connection=conn) == estimate > 5_000
+        sa.event.remove(conn, "before_cursor_execute", record)
+        (explain,) = [text for text in sent if text.startswith("EXPLAIN")]
+        assert conn.exec_driver_sql(explain.replace("%", "%%")).scalar_one()[0]["Plan"]["Node Type"] == "Gather"
 
 
 class _Status(enum.Enum):
