@@ -247,12 +247,12 @@ def ensure_database(backend: str) -> None:
 
 
 #: ``--jit``: PostgreSQL's JIT in every session of the bench.  ``off``: turned
-#: off, so that no statement loads it.  ``loaded``: on and loaded at the
-#: start, as in a long-lived session where some statement once cost more
-#: than ``jit_above_cost``: each parallel worker of its later queries then
-#: loads it too (``bench/README.rst``).
+#: off, so that no statement loads it.  ``loaded``: turned on and loaded at
+#: the start, as in a long-lived session where some statement once cost
+#: more than ``jit_above_cost``: each parallel worker of its later queries
+#: then loads it too (``bench/README.rst``).
 JIT_MODES = ("off", "loaded")
-JIT = "off"
+JIT_MODE = "off"
 
 
 def engine_for(backend: str) -> sa.Engine:
@@ -264,14 +264,16 @@ def engine_for(backend: str) -> sa.Engine:
 
 
 def _set_jit(dbapi_connection, _record) -> None:
-    """Each PostgreSQL session of the bench with JIT as :data:`JIT` says."""
+    """Each PostgreSQL session of the bench with JIT as :data:`JIT_MODE` says."""
     cursor = dbapi_connection.cursor()
-    if JIT == "off":
+    if JIT_MODE == "off":
         cursor.execute("SET jit = off")
     else:
-        cursor.execute("SET jit_above_cost = 0")
-        cursor.execute("EXPLAIN SELECT 1")  # a plan over jit_above_cost loads the JIT provider
-        cursor.execute("RESET jit_above_cost")
+        cursor.execute("SET jit = on")
+        # Asking whether it is available loads the JIT provider.
+        cursor.execute("SELECT pg_jit_available()")
+        if not cursor.fetchone()[0]:
+            raise SystemExit("--jit loaded: PostgreSQL's JIT is not available on this server")
     cursor.close()
     # A SET in a transaction rolled back (the pool's reset) is undone.
     dbapi_connection.commit()
@@ -381,7 +383,7 @@ def server_settings(backend: str) -> str:
         engine.dispose()
     settings = ", ".join("%s %s" % pair for pair in zip(MEMORY_SETTINGS[backend], values, strict=True))
     if backend == "postgresql":
-        settings += "; JIT in the bench's sessions: %s" % JIT
+        settings += "; JIT in the bench's sessions: %s" % JIT_MODE
     return "%s %s (%s)" % (backend, str(version).split(" ")[0].split("-")[0], settings)
 
 
@@ -732,7 +734,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global DATABASE, JIT
+    global DATABASE, JIT_MODE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--backend", action="append", choices=sorted(ADMIN_URLS), help="postgresql and/or mariadb (default: both)"
@@ -768,14 +770,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--jit",
         choices=JIT_MODES,
-        default=JIT,
+        default=JIT_MODE,
         help="PostgreSQL's JIT in the bench's sessions: off, or loaded at the start (default %(default)s)",
     )
     args = parser.parse_args(argv)
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", args.database):
         parser.error("--database must be a plain lower-case SQL name")
     DATABASE = args.database
-    JIT = args.jit
+    JIT_MODE = args.jit
     params = Params(args.resources, args.tags_per_resource, args.pool, args.skew, args.seed)
     backends = args.backend or ["postgresql", "mariadb"]
 

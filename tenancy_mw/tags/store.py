@@ -469,9 +469,8 @@ class TagStore:
         # loads it again (about 17 ms a query).
         explained = _Explain(sa.select(sa.literal_column("1")).select_from(counted.subquery()).limit(1))
 
-        def explain(conn: sa.Connection):
-            plan = conn.execute(explained).scalar_one()
-            return json.loads(plan) if isinstance(plan, str) else plan
+        def explain(conn: sa.Connection) -> object:
+            return conn.execute(explained).scalar_one()
 
         try:
             plan = self._read_on(connection, explain)
@@ -479,9 +478,9 @@ class TagStore:
             LOG.warning("Could not ask PostgreSQL for its estimate of a tag query's rows: %s", sql.error_summary(exc))
             return None
         try:
-            return _rows_under_limit(plan[0]["Plan"])
-        except (LookupError, TypeError, ValueError, AttributeError):
-            LOG.warning("PostgreSQL's plan of a tag query has no rows under its LIMIT: %s", shorten(repr(plan)))
+            return _rows_under_limit((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"])
+        except (LookupError, TypeError, ValueError, AttributeError) as exc:
+            LOG.warning("PostgreSQL's plan of a tag query has no rows under its LIMIT (%r): %.500r", exc, plan)
             return None
 
     def _mysql_estimates(

@@ -26,6 +26,38 @@ def run_bench(*arguments: str) -> subprocess.CompletedProcess:
     return proc
 
 
+def _bench_module():
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import tags as bench_tags
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    return bench_tags
+
+
+def test_every_postgresql_session_of_the_bench_has_jit_as_asked():
+    """``--jit off``: JIT off in each session; ``--jit loaded``: on and LLVM already in each session's process."""
+    admin = databases.admin_engine(databases.POSTGRES_ADMIN_URL)
+    require(admin is not None, "postgresql")
+    admin.dispose()
+    bench_tags = _bench_module()
+    saved = bench_tags.DATABASE, bench_tags.JIT_MODE
+    bench_tags.DATABASE = sa.make_url(bench_tags.ADMIN_URLS["postgresql"]).database
+    try:
+        for mode, expected in (("off", ("off", False)), ("loaded", ("on", True))):
+            bench_tags.JIT_MODE = mode
+            engine = bench_tags.engine_for("postgresql")
+            try:
+                for _ in range(2):  # a new session, then the same one back from the pool after its reset
+                    with engine.connect() as conn:
+                        jit = conn.exec_driver_sql("SHOW jit").scalar_one()
+                        assert (jit, databases.postgres_jit_loaded(conn, require)) == expected, mode
+            finally:
+                engine.dispose()
+    finally:
+        bench_tags.DATABASE, bench_tags.JIT_MODE = saved
+
+
 def test_small_run_on_both_servers_reports_every_query():
     name = "tenancy_bt_%d" % os.getpid()
     engines = {}
@@ -35,11 +67,7 @@ def test_small_run_on_both_servers_reports_every_query():
         engines[backend] = engine
     try:
         proc = run_bench("--database", name, "--resources", "3000", "--repeats", "2")
-        sys.path.insert(0, str(REPO / "bench"))
-        try:
-            import tags as bench_tags
-        finally:
-            sys.path.remove(str(REPO / "bench"))
+        bench_tags = _bench_module()
         lines = proc.stdout.splitlines()
         for backend in ("postgresql", "mariadb"):
             for query_name, _, _ in bench_tags.QUERIES:
@@ -48,6 +76,7 @@ def test_small_run_on_both_servers_reports_every_query():
                     query_name,
                 )
         assert "r=3000 t=5 p=1000" in proc.stdout
+        assert "JIT in the bench's sessions: off" in proc.stdout
         # Where both formulations are one statement, the table never reads
         # noise as one being slower: both columns are the same pooled runs.
         same_rows = [line.split() for line in lines if line.startswith(("postgresql", "mariadb")) and " yes " in line]
@@ -59,6 +88,7 @@ def test_small_run_on_both_servers_reports_every_query():
         proc = run_bench(
             "--database", name, "--resources", "3000", "--repeats", "1", "--sweep", "--backend", "postgresql"
         )
+        assert "JIT in the bench's sessions: off" in proc.stdout.splitlines()[0]
         sizes, rest = proc.stdout.split("beside a not-tags-any")
         not_any, _ = rest.split("filtered pages")
         sweep_rows = [line.split() for line in sizes.splitlines() if "tags-any=" in line]

@@ -23,6 +23,7 @@ import contextlib
 import os
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 
 import sqlalchemy as sa
 
@@ -62,6 +63,21 @@ def admin_engine(admin_url: str) -> sa.Engine | None:
         engine.dispose()
         return None
     return engine
+
+
+def postgres_jit_loaded(conn: sa.Connection, require) -> bool:
+    """Whether the PostgreSQL backend serving *conn* has loaded its JIT provider (LLVM): its memory map says.
+
+    The server must run on this machine and its processes be readable
+    (*require* skips, or fails under ``CI=true``, otherwise).
+    """
+    pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+    try:
+        maps = Path("/proc/%d/maps" % pid).read_text()
+    except OSError:  # another machine's server, or another user's process
+        maps = ""
+    require("postgres" in maps, "the PostgreSQL server's processes on this machine, readable")
+    return "llvmjit" in maps
 
 
 def sqlite_url(path) -> str:

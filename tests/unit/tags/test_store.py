@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import threading
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -13,8 +12,9 @@ from tenancy_mw import migrations
 from tenancy_mw.core import sql
 from tenancy_mw.tags.model import InvalidTag, parse_tag_query
 from tenancy_mw.tags.sql import GROUPED_ANY_SMALL, GROUPED_MIN_CANDIDATES, MYSQL_SEMI_JOIN_MAX, TagStatistics
-from tenancy_mw.tags.store import TagLimitExceeded, TagStore
+from tenancy_mw.tags.store import TagLimitExceeded, TagStore, _rows_under_limit
 from tests.conftest import require
+from tests.support import databases
 
 
 @pytest.fixture(scope="module")
@@ -644,17 +644,6 @@ def test_a_connection_in_autocommit_gets_the_estimates_too(make_database, backen
         store.close()
 
 
-def _jit_loaded(conn: sa.Connection) -> bool:
-    """Whether the PostgreSQL backend serving *conn* has loaded the JIT provider (LLVM): its memory map says."""
-    pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
-    try:
-        maps = Path("/proc/%d/maps" % pid).read_text()
-    except OSError:  # another machine's server, or another user's process
-        maps = ""
-    require("postgres" in maps, "the PostgreSQL server's processes on this machine, readable")
-    return "llvmjit" in maps
-
-
 def _plan_cost(conn: sa.Connection, statement: sa.Select) -> float:
     text = str(statement.compile(conn.engine, compile_kwargs={"literal_binds": True}))
     return float(conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + text).scalar_one()[0]["Plan"]["Total Cost"])
@@ -693,16 +682,16 @@ def test_the_planners_estimate_leaves_postgresqls_jit_unloaded(pg_store):
         assert page_cost * 2 < every_cost
         threshold = (page_cost + every_cost) / 2
         conn.exec_driver_sql("SET jit_above_cost = %f" % threshold)
-        assert not _jit_loaded(conn)
+        assert not databases.postgres_jit_loaded(conn, require)
 
         applied = store.apply(page, query, servers.c.id, marker="s025000", limit=100, connection=conn)
         assert store.planned_rows(page, servers.c.id, "s025000", connection=conn) > 50_000
         assert len(conn.execute(applied).all()) == 100
-        assert not _jit_loaded(conn)
+        assert not databases.postgres_jit_loaded(conn, require)
 
         # What an EXPLAIN of every row (as the store's once was) does.
         conn.exec_driver_sql("EXPLAIN " + str(every_row.compile(store.engine)))
-        assert _jit_loaded(conn)
+        assert databases.postgres_jit_loaded(conn, require)
 
 
 def test_the_planners_estimate_is_the_statements_own_beside_init_plans_and_ctes(pg_store):
@@ -753,6 +742,26 @@ def test_the_planners_estimate_is_the_statements_own_beside_init_plans_and_ctes(
         sa.event.remove(conn, "before_cursor_execute", record)
         (explain,) = [text for text in sent if text.startswith("EXPLAIN")]
         assert conn.exec_driver_sql(explain.replace("%", "%%")).scalar_one()[0]["Plan"]["Node Type"] == "Gather"
+
+
+def _node(kind: str, rows: int, *children: dict, relation: str = "Outer") -> dict:
+    return {"Node Type": kind, "Plan Rows": rows, "Parent Relationship": relation, "Plans": list(children)}
+
+
+def test_the_rows_under_the_limit_are_its_outer_inputs_and_nothing_else():
+    """The estimate is read off the Limit's Outer input only: beside InitPlans, under a Gather, or not at all."""
+    init_plan = _node("Seq Scan", 1, relation="InitPlan")
+    scan = _node("Seq Scan", 250_000)
+    assert _rows_under_limit(_node("Limit", 1, init_plan, scan)) == 250_000
+    assert _rows_under_limit(_node("Gather", 1, _node("Limit", 1, init_plan, scan))) == 250_000
+    for plan in (
+        scan,  # no Limit on top: not a plan of the store's statement
+        _node("Limit", 1, init_plan),  # no Outer input
+        _node("Gather", 1),
+        _node("Sort", 9, _node("Limit", 1, scan)),  # a Limit inside something else
+    ):
+        with pytest.raises(LookupError):
+            _rows_under_limit(plan)
 
 
 class _Status(enum.Enum):
