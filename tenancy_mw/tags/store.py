@@ -295,34 +295,27 @@ class TagStore:
     ) -> sa.ColumnElement:
         """The SQL condition of *query* on *resource_id*, over this store's tag table.
 
-        :meth:`TagQuery.where <tenancy_mw.tags.model.TagQuery.where>` with the tag
-        counts it can use.  *candidates*: about how many rows the caller's
-        whole query leaves before this condition, its filters and paging
-        marker included (see there; ``None``, the default, whenever it is
-        not known).  Given more than
-        :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` on PostgreSQL (any
-        number beside a ``not-tags-any``), the counts are PostgreSQL's own
-        statistics (:meth:`tag_statistics`), read once per ``statistics_ttl`` seconds on *connection* (the
-        caller's, so no second connection is taken from the pool) or on one
-        of the store's, and taken cautiously: a ``tags-any`` tag outside
-        the most common ones counts as many rows as the least common of
-        them, a required tag outside them as rare (over many candidates the
-        ids are then found from it, the driven form, where the rows it reads
-        are few beside them; over fewer, one ``EXISTS`` per tag, the
-        straightforward SQL), and none counts at all when more than
-        :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
-        PostgreSQL gathered them.  After a *marker* (where its range goes
-        inside the tag subqueries) they are scaled to the share of the tag
-        rows after it, as the planner estimates it (two ``EXPLAIN``, where
-        fewer rows may change the form): a later page reads only those,
-        but for one ``EXISTS`` per tag without required tags, which hashes
-        each tag's rows whole: where the scaled counts give that form, the
-        whole table's decide between it and the semi-join.  A tenant's own
-        list passes no *candidates*, and nothing is read there.  On
-        MySQL/MariaDB, for a ``tags-any`` beside no excluded tag, the
-        counts are its own estimate of each tag's rows after the marker
-        (one ``EXPLAIN`` per tag), whatever *candidates*.  *marker* and *limit*: the page
-        (:func:`~tenancy_mw.tags.sql.tag_condition`).
+        :meth:`TagQuery.where <tenancy_mw.tags.model.TagQuery.where>` with the tag counts it can
+        use.  *candidates*: about how many rows the caller's whole query leaves before this
+        condition, its filters and paging marker included (see there; ``None``, the default,
+        whenever it is not known).  Given more than :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL`
+        on PostgreSQL (any number beside a ``not-tags-any``), the counts are PostgreSQL's own
+        statistics (:meth:`tag_statistics`), read once per ``statistics_ttl`` seconds on
+        *connection* (the caller's, so no second connection is taken from the pool) or on one of
+        the store's, and taken cautiously: a ``tags-any`` tag outside the most common ones counts
+        as many rows as the least common of them, a required tag outside them as rare (over many
+        candidates the ids are then found from it, the driven form, where the rows it reads are few
+        beside them; over fewer, one ``EXISTS`` per tag, the straightforward SQL), and none counts
+        at all when more than :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
+        PostgreSQL gathered them.  After a *marker* (where its range goes inside the tag subqueries)
+        they are scaled to the share of the tag rows after it, as the planner estimates it (two
+        ``EXPLAIN``, where fewer rows may change the form): a later page reads only those, but for
+        one ``EXISTS`` per tag without required tags, which hashes each tag's rows whole: where the
+        scaled counts give that form, the whole table's decide between it and the semi-join.  A
+        tenant's own list passes no *candidates*, and nothing is read there.  On MySQL/MariaDB, for
+        a ``tags-any`` beside no excluded tag, the counts are its own estimate of each tag's rows
+        after the marker (one ``EXPLAIN`` per tag), whatever *candidates*.  *marker* and *limit*:
+        the page (:func:`~tenancy_mw.tags.sql.tag_condition`).
 
         Example::
 
