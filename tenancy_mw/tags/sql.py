@@ -40,10 +40,11 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   *candidates* (at least :data:`GROUPED_MIN_CANDIDATES`) and *counts*,
   driven from the tag table beside a rare-ish required tag
   (:data:`DRIVEN_REQUIRED_MAX`) when the rows it reads are few beside the
-  candidates (:data:`DRIVEN_MAX_SHARE`), grouped when its tags are on few
+  candidates (:data:`DRIVEN_MAX_SHARE`, :data:`DRIVEN_BESIDE_RARE_MAX_SHARE`), grouped when its tags are on few
   rows (:data:`GROUPED_ANY_MAX`), one ``EXISTS`` per tag without a required
   tag at middling sizes (:data:`PROBED_ANY_ALONE_MAX`; beside a
-  ``not-tags-any``, :data:`PROBED_BESIDE_NOT_ANY_MAX`); over fewer
+  ``not-tags-any``, :data:`PROBED_BESIDE_NOT_ANY_MAX`) and beside a rare
+  required tag (:data:`PROBED_REQUIRED_MAX`); over fewer
   candidates, one ``EXISTS`` per tag for a middling set alone that they
   outnumber, for a set beside a ``not-tags-any`` on at most
   :data:`PROBED_BESIDE_NOT_ANY_MAX` rows, or beside a required tag rarer
@@ -83,11 +84,13 @@ __all__ = [
     "GROUPED_ANY_REQUIRED_MAX",
     "GROUPED_ANY_SMALL",
     "GROUPED_MIN_CANDIDATES",
+    "DRIVEN_BESIDE_RARE_MAX_SHARE",
     "DRIVEN_MAX_SHARE",
     "DRIVEN_REQUIRED_MAX",
     "MYSQL_SEMI_JOIN_MAX",
     "PROBED_ANY_ALONE_MAX",
     "PROBED_BESIDE_NOT_ANY_MAX",
+    "PROBED_REQUIRED_MAX",
     "TAGS",
     "TAG_COUNT_CAP",
     "TAG_LOCKS",
@@ -131,12 +134,24 @@ DRIVEN_REQUIRED_MAX = 75_000
 #: page, and the other forms a share of them in proportion to the
 #: candidates; so it is taken only when the rarest required tag's rows and
 #: the ``tags-any`` set's together are at most this share of the candidates
-#: (``bench/tags.py --sweep``: ``tags=tag0100&tags-any=tag0008,tag0012``,
-#: 150,000 rows, over ~250,000 candidates driven 89 ms against 29 ms for
-#: the semi-join, over a million 79 against 86; ``tags=tag0020`` beside
+#: (``bench/tags.py --sweep`` on an earlier machine:
+#: ``tags=tag0100&tags-any=tag0008,tag0012``, 150,000 rows, over ~250,000
+#: candidates driven 89 ms against 29 ms for the semi-join (now one
+#: ``EXISTS`` per tag, 15 ms), over a million 79 against 86; ``tags=tag0020`` beside
 #: sets of 172,000 and 225,000 rows over a million, driven 186 and 144 ms
 #: against 103 and 108 for the semi-join).
 DRIVEN_MAX_SHARE = 0.2
+#: :data:`DRIVEN_MAX_SHARE` beside a required tag on at most
+#: :data:`PROBED_REQUIRED_MAX` rows, which adds few rows of its own to read
+#: (``bench/tags.py --sweep``, "beside a rare required tag", over a million
+#: candidates: ``tags=tag0050`` and ``tag0040`` beside
+#: ``tags-any=tag0006,tag0009``, 189,000 rows, driven 40 ms against 53 and
+#: 51 ms for one ``EXISTS`` per tag).  Not more: timed apart, over ~750,000
+#: candidates, the driven form was 5 to 14 % slower than one ``EXISTS`` per
+#: tag at 0.30 to 0.32 (``tag0050`` and ``tag0030`` beside 219,000 rows),
+#: and beside ``tag0020`` (35,000 rows) at a quarter over a million, 67
+#: against 52 ms.
+DRIVEN_BESIDE_RARE_MAX_SHARE = 0.25
 #: On PostgreSQL, given counts, ``tags-any`` alone on more than
 #: :data:`GROUPED_ANY_SMALL` rows and at most this many is one ``EXISTS`` per
 #: tag under an ``OR``: PostgreSQL hashes each tag's ids once and scans the
@@ -158,6 +173,19 @@ PROBED_ANY_ALONE_MAX = 60_000
 #: ~62,000, 49 against 133 over ~250,000; of 146,000 rows the semi-join
 #: wins or ties: 55 against 59 ms, 90 against 86, 32 against 63).
 PROBED_BESIDE_NOT_ANY_MAX = 100_000
+#: On PostgreSQL, given counts and at least :data:`GROUPED_MIN_CANDIDATES`
+#: candidates, ``tags-any`` beside a required tag on at most this many rows
+#: is one ``EXISTS`` per tag (the straightforward SQL) where it is neither
+#: driven nor grouped: PostgreSQL drives from that tag's rows and probes the
+#: set, where the semi-join merges every candidate's id with them first
+#: (``bench/tags.py --sweep``, "beside a rare required tag":
+#: ``tags=tag0050&tags-any=tag0008,tag0012``, 14,000 and 143,000 rows, over
+#: ~250,000 candidates 28 ms against 42 ms for the semi-join; ``tags=tag0100``
+#: beside them over ~125,000, 9 against 21).  Beside ``tags=tag0020``,
+#: 35,000 rows, the two take turns: the semi-join 0.64 to 0.97 of one
+#: ``EXISTS`` per tag over ~125,000 and ~500,000 candidates, 1.17 and 1.33
+#: over ~250,000.
+PROBED_REQUIRED_MAX = 25_000
 #: On MySQL/MariaDB, given counts, ``tags-any`` with no tag excluded (alone
 #: or beside required tags) is one semi-join
 #: (``EXISTS (... tag IN (...))``) when its tags are on at most this many
@@ -564,6 +592,8 @@ def _postgresql_form_name(
             return "grouped"
         if not all_of and not _more_than(counts, any_of, _per_tag_most(beside_not_any)):
             return "per-tag"
+        if all_of and _rarest(counts, all_of) <= PROBED_REQUIRED_MAX:
+            return "per-tag"
     elif _probed_over_few(all_of, any_of, counts, candidates, beside_not_any):
         return "per-tag"
     return "semi-join"
@@ -573,11 +603,14 @@ def _driven(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], can
     """Whether PostgreSQL finds the ids beside required tags faster from the tag table alone (the driven form).
 
     The rarest required tag on at most :data:`DRIVEN_REQUIRED_MAX` rows, and
-    its rows with the set's at most :data:`DRIVEN_MAX_SHARE` of the candidates.
+    its rows with the set's at most :data:`DRIVEN_MAX_SHARE` of the candidates
+    (:data:`DRIVEN_BESIDE_RARE_MAX_SHARE` when it is on at most
+    :data:`PROBED_REQUIRED_MAX`).
     """
     rarest = _rarest(counts, all_of)
     rows = rarest + _rows(counts, any_of)
-    return rarest <= DRIVEN_REQUIRED_MAX and rows <= DRIVEN_MAX_SHARE * candidates
+    share = DRIVEN_BESIDE_RARE_MAX_SHARE if rarest <= PROBED_REQUIRED_MAX else DRIVEN_MAX_SHARE
+    return rarest <= DRIVEN_REQUIRED_MAX and rows <= share * candidates
 
 
 def _per_tag_most(beside_not_any: bool) -> int:
@@ -715,8 +748,8 @@ def _any_is_small(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int
 
     A tag missing from *counts* counts as common.  The semi-join reads the
     tags' rows in id order and stops once the page is full, so it wins when
-    they are common; it also wins beside a rare required tag, which the
-    database drives from and probes.  Sorting the set whole wins when it is
+    they are common; beside a rare required tag, which the database drives
+    from and probes, the driven form or one ``EXISTS`` per tag wins.  Sorting the set whole wins when it is
     small, and beside a required tag of middling frequency, whose rows the
     database merges in id order (the thresholds: :data:`GROUPED_ANY_MAX`).
     """

@@ -305,7 +305,7 @@ class TagStore:
         the store's, and taken cautiously: a ``tags-any`` tag outside the most common ones counts
         as many rows as the least common of them, a required tag outside them as rare (over many
         candidates the ids are then found from it, the driven form, where the rows it reads are few
-        beside them; over fewer, one ``EXISTS`` per tag, the straightforward SQL), and none counts
+        beside them; elsewhere one ``EXISTS`` per tag, the straightforward SQL), and none counts
         at all when more than :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
         PostgreSQL gathered them.  After a *marker* (where its range goes inside the tag subqueries)
         they are scaled to the share of the tag rows after it, as the planner estimates it (two
@@ -533,8 +533,8 @@ class TagStore:
             return None
         # A tag outside the common ones is on at most as many rows as the
         # least common of them: that bound for a tags-any tag (the grouped
-        # form reads them all); for a required tag, rare (it drives the
-        # semi-join, which then wins).
+        # form reads them all); for a required tag, rare (the page is then
+        # found from its rows: driven, or one EXISTS per tag).
         ceiling = max(statistics.other, min(statistics.common.values(), default=0))
         counts = {tag: statistics.common.get(tag, ceiling) for tag in any_of}
         counts.update((tag, statistics.common.get(tag, 0)) for tag in all_of)

@@ -16,6 +16,7 @@ from tenancy_mw.tags import model
 from tenancy_mw.tags import sql as tags_sql
 from tenancy_mw.tags.model import TagQuery, parse_tag_query
 from tenancy_mw.tags.sql import (
+    DRIVEN_BESIDE_RARE_MAX_SHARE,
     DRIVEN_MAX_SHARE,
     DRIVEN_REQUIRED_MAX,
     GROUPED_ANY_BESIDE,
@@ -26,6 +27,7 @@ from tenancy_mw.tags.sql import (
     MYSQL_SEMI_JOIN_MAX,
     PROBED_ANY_ALONE_MAX,
     PROBED_BESIDE_NOT_ANY_MAX,
+    PROBED_REQUIRED_MAX,
     TAG_COUNT_CAP,
     TagStatistics,
     count_tags,
@@ -380,14 +382,23 @@ def test_postgresql_sorts_tags_any_whole_only_when_the_counts_say_it_is_small():
     assert _pg_form("tags=r&tags-any=x,y", {"r": DRIVEN_REQUIRED_MAX + 1, "x": 10**6, "y": 10**6}, 10**8) == "semi-join"
 
 
-def test_postgresql_drives_from_the_tag_table_only_over_five_times_the_rows_it_reads():
-    """rare + any big: 150,000 tag rows read whole lose to the semi-join over 250,000 candidates, win over a million."""
+def test_postgresql_drives_from_the_tag_table_only_over_four_or_five_times_the_rows_it_reads():
+    """rare + any big: 150,000 tag rows read whole lose over 250,000 candidates, win over a million."""
     counts = {"r": 7_000, "x": 90_000, "y": 53_000}
     read = sum(counts.values())
     assert _pg_form("tags=r&tags-any=x,y", counts, 10**6) == "driven"
-    assert _pg_form("tags=r&tags-any=x,y", counts, int(read / DRIVEN_MAX_SHARE)) == "driven"
-    assert _pg_form("tags=r&tags-any=x,y", counts, int(read / DRIVEN_MAX_SHARE) - 1) == "semi-join"
-    assert _pg_form("tags=r&tags-any=x,y", counts, 250_000) == "semi-join"
+    # Beside a rare required tag (PROBED_REQUIRED_MAX) up to a quarter of them;
+    # below that share, one EXISTS per tag drives from the rare tag's rows.
+    assert _pg_form("tags=r&tags-any=x,y", counts, int(read / DRIVEN_BESIDE_RARE_MAX_SHARE)) == "driven"
+    assert _pg_form("tags=r&tags-any=x,y", counts, int(read / DRIVEN_BESIDE_RARE_MAX_SHARE) + 1) == "driven"
+    assert _pg_form("tags=r&tags-any=x,y", counts, int(read / DRIVEN_BESIDE_RARE_MAX_SHARE) - 1) == "per-tag"
+    assert _pg_form("tags=r&tags-any=x,y", counts, 250_000) == "per-tag"
+    # Beside a more common one, a fifth; below it the semi-join.
+    common = {"r": PROBED_REQUIRED_MAX + 1, "x": 90_000, "y": 53_000}
+    common_read = sum(common.values())
+    assert _pg_form("tags=r&tags-any=x,y", common, int(common_read / DRIVEN_MAX_SHARE)) == "driven"
+    assert _pg_form("tags=r&tags-any=x,y", common, int(common_read / DRIVEN_MAX_SHARE) - 1) == "semi-join"
+    assert _pg_form("tags=r&tags-any=x,y", common, int(common_read / DRIVEN_BESIDE_RARE_MAX_SHARE)) == "semi-join"
     # A small set beside a middling required tag falls back on the grouped form.
     middling = {"r": 60_000, "x": 20_000, "y": 20_000}
     assert _pg_form("tags=r&tags-any=x,y", middling, 10**6) == "driven"
@@ -443,6 +454,24 @@ def test_beside_a_not_tags_any_a_set_of_up_to_100k_rows_is_hashed_per_tag_whatev
     assert _pg_form("tags=r&" + query, at_most | {"r": 500_000}, 4_000) == "semi-join"
     assert _pg_form(query, None, 4_000) == "semi-join"
     assert _pg_form(query, at_most, None) == "semi-join"
+
+
+def test_many_candidates_beside_a_rare_required_tag_drive_from_it_per_tag_unless_driven_or_grouped():
+    """rare + any big over 125,000 to 500,000 candidates: the semi-join would merge every candidate's id first."""
+    big = {"x": 90_000, "y": 54_000}
+    most = PROBED_REQUIRED_MAX
+    for candidates in (GROUPED_MIN_CANDIDATES, 250_000, 500_000, 10**6, 10**8):
+        assert _pg_form("tags=r&tags-any=x,y", big | {"r": most}, candidates) in ("per-tag", "driven")
+        # The rarest required tag decides; one on more rows keeps the semi-join.
+        assert _pg_form("tags=r,s&tags-any=x,y", big | {"r": most, "s": 500_000}, candidates) in ("per-tag", "driven")
+        assert _pg_form("tags=r&tags-any=x,y", big | {"r": most + 1}, candidates) in ("semi-join", "driven")
+    assert _pg_form("tags=r&tags-any=x,y", big | {"r": most}, 250_000) == "per-tag"
+    assert _pg_form("tags=r&tags-any=x,y", big | {"r": most + 1}, 250_000) == "semi-join"
+    # Where the rows it reads are few beside the candidates: driven, first.
+    assert _pg_form("tags=r&tags-any=x,y", big | {"r": most}, 10**6) == "driven"
+    # A small set is grouped, first; without counts, the semi-join.
+    assert _pg_form("tags=r&tags-any=x,y", {"r": most, "x": 10_000, "y": 10_000}, 150_000) == "grouped"
+    assert _pg_form("tags=r&tags-any=x,y", None, 250_000) == "semi-join"
 
 
 def test_fewer_candidates_beside_a_rare_required_tag_drive_from_it_per_tag():
