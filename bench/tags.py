@@ -134,6 +134,21 @@ QUERIES = [
 #: on pages of these sizes.
 SWEEP_NOT_ANY = "not-tags-any=tag0001,tag0003"
 SWEEP_NOT_ANY_PAGES = [("<", "01", "~4,000"), ("<", "1", "~62,000"), ("<", "4", "~250,000"), (None, None, "all")]
+#: ``--sweep``: the required tags (ranks) beside the last
+#: :data:`SWEEP_RARE_REQUIRED_SETS` sets of :data:`SWEEP_ANY`
+#: (:data:`tenancy_mw.tags.sql.PROBED_REQUIRED_MAX`), on pages of these
+#: sizes, all of :data:`~tenancy_mw.tags.sql.GROUPED_MIN_CANDIDATES` or more,
+#: and on later pages.
+SWEEP_RARE_REQUIRED = [100, 50, 40, 30, 20]
+SWEEP_RARE_REQUIRED_SETS = 3
+SWEEP_RARE_REQUIRED_PAGES = [
+    ("<", "2", "~125,000"),
+    ("<", "4", "~250,000"),
+    ("<", "8", "~500,000"),
+    (None, None, "all"),
+    (">", "8", "marker 8"),
+    (">", "c", "marker c"),
+]
 
 
 #: Where each page starts: the first page, then ``?marker=`` pages from the
@@ -490,22 +505,31 @@ def _three_forms(query: TagQuery, candidates: int) -> dict:
 
 
 def _time_pages(conn, engine, pages: dict, repeats: int, what: str) -> tuple[dict, int]:
-    """Median ms of each page statement, and the rows of the page; stops the sweep if they disagree."""
-    medians = {}
-    found = set()
-    rows = []
-    for label, statement in pages.items():
-        text = str(statement.compile(engine, compile_kwargs={"literal_binds": True})).replace("%", "%%")
-        found.add(tuple(r[0] for r in conn.exec_driver_sql(text)))
-        times = []
-        for _ in range(repeats):
-            started = time.perf_counter()
-            rows = conn.exec_driver_sql(text).fetchall()
-            times.append((time.perf_counter() - started) * 1000)
-        medians[label] = statistics.median(times)
+    """Median ms of each page statement, and the rows of the page; stops the sweep if they disagree.
+
+    The statements take turns, each run starting with the next (as the
+    table's two columns do), so a slower spell of the machine falls on all
+    of them; forms that are
+    the same SQL are timed once and share those runs (one statement's
+    medians in runs of its own differed by up to 12 %).
+    """
+    texts = {
+        label: str(statement.compile(engine, compile_kwargs={"literal_binds": True})).replace("%", "%%")
+        for label, statement in pages.items()
+    }
+    distinct = list(dict.fromkeys(texts.values()))
+    found = {tuple(r[0] for r in conn.exec_driver_sql(text)) for text in distinct}
     if len(found) != 1:
         raise SystemExit("sweep %s: the forms disagree" % what)
-    return medians, len(rows)
+    times: dict[str, list[float]] = {text: [] for text in distinct}
+    for run in range(repeats):
+        turn = run % len(distinct)
+        for text in distinct[turn:] + distinct[:turn]:
+            started = time.perf_counter()
+            conn.exec_driver_sql(text).fetchall()
+            times[text].append((time.perf_counter() - started) * 1000)
+    medians = {label: statistics.median(times[text]) for label, text in texts.items()}
+    return medians, len(next(iter(found)))
 
 
 def _sweep_pages(engine, conn, query: TagQuery, candidates: int, operator: str | None, bound: str | None) -> dict:
@@ -546,9 +570,10 @@ def sweep(repeats: int, log) -> list[str]:
     The data the thresholds of :mod:`tenancy_mw.tags.sql` were set from:
     for each query the median of the grouped ``IN`` (counts of 0 force
     it), of the semi-join (no counts), of the straightforward formulation,
-    and of what the store picks, in three parts: sizes over the whole
+    and of what the store picks, in four parts: sizes over the whole
     collection (beside required tags of several frequencies), sizes beside
-    a ``not-tags-any`` on pages of several sizes, then the table's queries
+    a ``not-tags-any`` on pages of several sizes, large sets beside rare
+    required tags on pages of many candidates, then the table's queries
     on filtered and later pages.
     """
     engine = engine_for("postgresql")
@@ -556,14 +581,15 @@ def sweep(repeats: int, log) -> list[str]:
         with engine.connect() as conn:
             candidates = conn.execute(sa.select(sa.func.count()).select_from(RESOURCES)).scalar_one()
             sweeper = _Sweeper(engine, conn, candidates, repeats, log)
-            return sweeper.sizes() + [""] + sweeper.not_any() + [""] + sweeper.pages()
+            parts = (sweeper.sizes, sweeper.not_any, sweeper.rare_required, sweeper.pages)
+            return [line for part in parts for line in [*part(), ""]][:-1]
     finally:
         engine.dispose()
 
 
 @dataclass
 class _Sweeper:
-    """The three parts of :func:`sweep`, each a list of lines (logged as they come)."""
+    """The four parts of :func:`sweep`, each a list of lines (logged as they come)."""
 
     engine: sa.Engine
     conn: sa.Connection
@@ -623,15 +649,34 @@ class _Sweeper:
 
     def not_any(self) -> list[str]:
         """Each size of :data:`SWEEP_ANY` beside :data:`SWEEP_NOT_ANY`, on each page of :data:`SWEEP_NOT_ANY_PAGES`."""
-        lines = [
-            "beside a not-tags-any: %s; id < bound leaves about this many candidates" % SWEEP_NOT_ANY,
-            "%10s %8s %5s %9s %9s %9s %9s  %-7s %s" % ("page", "any", "rows", *FORMS, "picked", "query"),
+        queries = ["tags-any=%s,%s&%s" % (tag_name(a), tag_name(b), SWEEP_NOT_ANY) for a, b in SWEEP_ANY]
+        title = "beside a not-tags-any: %s; id < bound leaves about this many candidates" % SWEEP_NOT_ANY
+        return self._beside(title, "any", SWEEP_NOT_ANY_PAGES, queries)
+
+    def rare_required(self) -> list[str]:
+        """Each large set of :data:`SWEEP_ANY` beside each tag of :data:`SWEEP_RARE_REQUIRED`, on many candidates."""
+        queries = [
+            "tags=%s&tags-any=%s,%s" % (tag_name(required), tag_name(a), tag_name(b))
+            for required in SWEEP_RARE_REQUIRED
+            for a, b in SWEEP_ANY[-SWEEP_RARE_REQUIRED_SETS:]
         ]
-        for operator, bound, label in SWEEP_NOT_ANY_PAGES:
-            for first, second in SWEEP_ANY:
-                query_string = "tags-any=%s,%s&%s" % (tag_name(first), tag_name(second), SWEEP_NOT_ANY)
+        title = "beside a rare required tag: id < bound leaves about this many candidates"
+        return self._beside(title, "required", SWEEP_RARE_REQUIRED_PAGES, queries)
+
+    def _beside(self, title: str, counted: str, page_kinds: list, queries: list[str]) -> list[str]:
+        """*queries* on each page of *page_kinds*, beside the planner's count of their *counted* tags.
+
+        *counted*: ``required`` or ``any``, the statistics' estimate (a
+        required tag outside the most common ones: the statistics' estimate
+        of the others, where the store counts it as rare).
+        """
+        lines = [title, "%10s %8s %5s %9s %9s %9s %9s  %-7s %s" % ("page", counted, "rows", *FORMS, "picked", "query")]
+        for operator, bound, label in page_kinds:
+            for query_string in queries:
                 query = parse_tag_query(query_string)
                 counts = self._counts(query)
+                simple = query.simplified()
+                tags = simple[0] if counted == "required" else simple[1]  # type: ignore[index]
                 pages = _sweep_pages(self.engine, self.conn, query, self.candidates, operator, bound)
                 medians, rows = self._timed(pages, "%s (%s)" % (query_string, label))
                 lines.append(
@@ -639,7 +684,7 @@ class _Sweeper:
                         "%10s %8d %5d %6.1f ms %6.1f ms %6.1f ms %6.1f ms  %-7s %s"
                         % (
                             label,
-                            sum(counts.get(tag_name(rank), 0) for rank in (first, second)),
+                            sum(counts.get(tag, 0) for tag in tags),
                             rows,
                             *medians,
                             form_name(str(pages["ours"].compile(self.engine))),

@@ -90,7 +90,8 @@ def test_small_run_on_both_servers_reports_every_query():
         )
         assert "JIT in the bench's sessions: off" in proc.stdout.splitlines()[0]
         sizes, rest = proc.stdout.split("beside a not-tags-any")
-        not_any, _ = rest.split("filtered pages")
+        not_any, rest = rest.split("beside a rare required tag")
+        rare_required, _ = rest.split("filtered pages")
         sweep_rows = [line.split() for line in sizes.splitlines() if "tags-any=" in line]
         expected = sum(1 for r in bench_tags.SWEEP_REQUIRED for pair in bench_tags.SWEEP_ANY if r not in pair)
         assert len(sweep_rows) == expected, proc.stdout
@@ -103,6 +104,12 @@ def test_small_run_on_both_servers_reports_every_query():
         not_any_rows = [fields for fields in map(str.split, not_any.splitlines()) if fields and fields[0] in labels]
         assert len(not_any_rows) == len(bench_tags.SWEEP_NOT_ANY_PAGES) * len(bench_tags.SWEEP_ANY), proc.stdout
         assert all(fields[-2] == "per-tag" for fields in not_any_rows), proc.stdout
+        # Beside rare required tags, each large set on each page.
+        required_rows = [line.strip() for line in rare_required.splitlines() if "&tags-any=" in line]
+        per_page = len(bench_tags.SWEEP_RARE_REQUIRED) * bench_tags.SWEEP_RARE_REQUIRED_SETS
+        for _, _, label in bench_tags.SWEEP_RARE_REQUIRED_PAGES:
+            assert sum(row.startswith(label + " ") for row in required_rows) == per_page, proc.stdout
+        assert len(required_rows) == per_page * len(bench_tags.SWEEP_RARE_REQUIRED_PAGES), proc.stdout
         # Then both forms on pages whose own condition leaves fewer candidates.
         filtered = proc.stdout.split("filtered pages")[1].splitlines()[2:]
         any_queries = [q for _, q, _ in bench_tags.QUERIES if len(parse_tag_query(q).simplified()[1]) >= 2]
