@@ -509,9 +509,9 @@ def _time_pages(conn, engine, pages: dict, repeats: int, what: str) -> tuple[dic
 
     The statements take turns, each run starting with the next (as the
     table's two columns do), so a slower spell of the machine falls on all
-    of them; forms that are
-    the same SQL are timed once and share those runs (one statement's
-    medians in runs of its own differed by up to 12 %).
+    of them; forms that are the same SQL are timed once and share those
+    runs (timed one after another, one statement's two medians differed
+    by up to 40 %: 42.0 against 29.6 ms).
     """
     texts = {
         label: str(statement.compile(engine, compile_kwargs={"literal_binds": True})).replace("%", "%%")

@@ -110,7 +110,9 @@ __all__ = [
 #: rarest on at least half as many rows), at most :data:`GROUPED_ANY_BESIDE`;
 #: or at most this many and fewer than the rarest required tag's, itself on
 #: at most :data:`GROUPED_ANY_REQUIRED_MAX` (:func:`tag_condition`).  The
-#: numbers come from ``bench/tags.py --sweep`` (``bench/README.rst``).
+#: numbers come from ``bench/tags.py --sweep`` and its table; the times in
+#: these comments are from the run each rule was set by, some on earlier
+#: machines (``bench/README.rst`` has the latest run).
 GROUPED_ANY_MAX = 100_000
 #: See :data:`GROUPED_ANY_MAX`.  Alone, over a million candidates, one
 #: sweep (``bench/tags.py --sweep``) had the grouped form faster than one
@@ -136,8 +138,8 @@ DRIVEN_REQUIRED_MAX = 75_000
 #: the ``tags-any`` set's together are at most this share of the candidates
 #: (``bench/tags.py --sweep`` on an earlier machine:
 #: ``tags=tag0100&tags-any=tag0008,tag0012``, 150,000 rows, over ~250,000
-#: candidates driven 89 ms against 29 ms for the semi-join (now one
-#: ``EXISTS`` per tag, 15 ms), over a million 79 against 86; ``tags=tag0020`` beside
+#: candidates driven 89 ms against 29 ms for the semi-join, over a million
+#: 79 against 86; ``tags=tag0020`` beside
 #: sets of 172,000 and 225,000 rows over a million, driven 186 and 144 ms
 #: against 103 and 108 for the semi-join).
 DRIVEN_MAX_SHARE = 0.2
@@ -146,11 +148,11 @@ DRIVEN_MAX_SHARE = 0.2
 #: (``bench/tags.py --sweep``, "beside a rare required tag", over a million
 #: candidates: ``tags=tag0050`` and ``tag0040`` beside
 #: ``tags-any=tag0006,tag0009``, 189,000 rows, driven 40 ms against 53 and
-#: 51 ms for one ``EXISTS`` per tag).  Not more: timed apart, over ~750,000
-#: candidates, the driven form was 5 to 14 % slower than one ``EXISTS`` per
-#: tag at 0.30 to 0.32 (``tag0050`` and ``tag0030`` beside 219,000 rows),
-#: and beside ``tag0020`` (35,000 rows) at a quarter over a million, 67
-#: against 52 ms.
+#: 51 ms for one ``EXISTS`` per tag).  Not more: over ~750,000 candidates,
+#: timed apart from the bench, the driven form was 5 to 14 % slower than one
+#: ``EXISTS`` per tag at 0.30 to 0.32 (``tag0050`` and ``tag0030`` beside
+#: 219,000 rows), though the sweep's pages of ~500,000 had it faster in 8 of
+#: 12 rows at 0.30 to 0.48 (``bench/README.rst``).
 DRIVEN_BESIDE_RARE_MAX_SHARE = 0.25
 #: On PostgreSQL, given counts, ``tags-any`` alone on more than
 #: :data:`GROUPED_ANY_SMALL` rows and at most this many is one ``EXISTS`` per
@@ -177,8 +179,8 @@ PROBED_BESIDE_NOT_ANY_MAX = 100_000
 #: candidates, ``tags-any`` beside a required tag on at most this many rows
 #: is one ``EXISTS`` per tag (the straightforward SQL) where it is neither
 #: driven nor grouped: PostgreSQL drives from that tag's rows and probes the
-#: set, where the semi-join merges every candidate's id with them first
-#: (``bench/tags.py --sweep``, "beside a rare required tag":
+#: set; the semi-join's plan varies, up to 2.4 times slower and up to 10 %
+#: faster (30 % once) in the sweep (``bench/tags.py --sweep``, "beside a rare required tag":
 #: ``tags=tag0050&tags-any=tag0008,tag0012``, 14,000 and 143,000 rows, over
 #: ~250,000 candidates 28 ms against 42 ms for the semi-join; ``tags=tag0100``
 #: beside them over ~125,000, 9 against 21).  Beside ``tags=tag0020``,

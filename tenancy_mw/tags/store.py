@@ -57,6 +57,7 @@ from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, TagQuery, validate_tag
 from tenancy_mw.tags.sql import (
     GROUPED_ANY_SMALL,
     MYSQL_SEMI_JOIN_MAX,
+    PROBED_REQUIRED_MAX,
     TAG_LOCKS,
     TAGS,
     TagStatistics,
@@ -305,7 +306,9 @@ class TagStore:
         the store's, and taken cautiously: a ``tags-any`` tag outside the most common ones counts
         as many rows as the least common of them, a required tag outside them as rare (over many
         candidates the ids are then found from it, the driven form, where the rows it reads are few
-        beside them; elsewhere one ``EXISTS`` per tag, the straightforward SQL), and none counts
+        beside them; elsewhere one ``EXISTS`` per tag, the straightforward SQL) unless that least
+        common one is on more than :data:`~tenancy_mw.tags.sql.PROBED_REQUIRED_MAX` rows (then
+        as many as it), and none counts
         at all when more than :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
         PostgreSQL gathered them.  After a *marker* (where its range goes inside the tag subqueries)
         they are scaled to the share of the tag rows after it, as the planner estimates it (two
@@ -534,10 +537,13 @@ class TagStore:
         # A tag outside the common ones is on at most as many rows as the
         # least common of them: that bound for a tags-any tag (the grouped
         # form reads them all); for a required tag, rare (the page is then
-        # found from its rows: driven, or one EXISTS per tag).
+        # found from its rows: driven, or one EXISTS per tag), unless that
+        # bound is more than PROBED_REQUIRED_MAX: then the bound, since the
+        # driven form's larger share beside a rare tag would read them all.
         ceiling = max(statistics.other, min(statistics.common.values(), default=0))
         counts = {tag: statistics.common.get(tag, ceiling) for tag in any_of}
-        counts.update((tag, statistics.common.get(tag, 0)) for tag in all_of)
+        required = 0 if ceiling <= PROBED_REQUIRED_MAX else ceiling
+        counts.update((tag, statistics.common.get(tag, required)) for tag in all_of)
         return counts
 
     def tag_statistics(self, connection: sa.Connection | None = None) -> TagStatistics | None:

@@ -466,6 +466,9 @@ def test_many_candidates_beside_a_rare_required_tag_drive_from_it_per_tag_unless
         assert _pg_form("tags=r,s&tags-any=x,y", big | {"r": most, "s": 500_000}, candidates) in ("per-tag", "driven")
         assert _pg_form("tags=r&tags-any=x,y", big | {"r": most + 1}, candidates) in ("semi-join", "driven")
     assert _pg_form("tags=r&tags-any=x,y", big | {"r": most}, 250_000) == "per-tag"
+    # The driven form's quarter (DRIVEN_BESIDE_RARE_MAX_SHARE) up to that bound, a fifth beyond.
+    assert _pg_form("tags=r&tags-any=x,y", big | {"r": most}, 700_000) == "driven"
+    assert _pg_form("tags=r&tags-any=x,y", big | {"r": most + 1}, 700_000) == "semi-join"
     assert _pg_form("tags=r&tags-any=x,y", big | {"r": most + 1}, 250_000) == "semi-join"
     # Where the rows it reads are few beside the candidates: driven, first.
     assert _pg_form("tags=r&tags-any=x,y", big | {"r": most}, 10**6) == "driven"

@@ -315,12 +315,22 @@ def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
         # tag table finds the ids, driven from the smaller set.
         assert _form(tag_store, "tags=rare&tags-any=x,y", fresh) == "driven"
         assert _form(tag_store, "tags=least&tags-any=mid,big", fresh) == "driven"
-        # Unless the rows it reads whole (567,000) are more than a fifth of
+        # Unless the rows it reads whole (567,000) are more than a quarter of
         # the candidates: then one EXISTS per tag, driven from the rare
         # required tag's rows (PROBED_REQUIRED_MAX); from a more common one,
         # the semi-join.
         assert _form(tag_store, "tags=least&tags-any=mid,big", fresh, GROUPED_MIN_CANDIDATES) == "per-tag"
         assert _form(tag_store, "tags=mid&tags-any=least,big", fresh, GROUPED_MIN_CANDIDATES) == "semi-join"
+        # Where the least common of the common tags is on more than
+        # PROBED_REQUIRED_MAX rows, a required tag outside them counts that
+        # many: beside 230,000 rows over a million candidates, not driven
+        # (260,000 is over a fifth), nor one EXISTS per tag; counted rare
+        # where that least common one is on fewer, driven (up to a quarter).
+        set_rows = {"big": 150_000, "other": 80_000}
+        high = TagStatistics(set_rows | {"floor": 30_000}, other=1_000, changed=0)
+        low = TagStatistics(set_rows | {"floor": 20_000}, other=1_000, changed=0)
+        assert _form(tag_store, "tags=rare&tags-any=big,other", high, 10**6) == "semi-join"
+        assert _form(tag_store, "tags=rare&tags-any=big,other", low, 10**6) == "driven"
         assert _form(tag_store, "tags=mid&tags-any=x,y", fresh) == "driven"
         assert _form(tag_store, "tags=large&tags-any=x,y", fresh) == "grouped"
         assert _form(tag_store, "tags=big&tags-any=mid,least", fresh) == "semi-join"
