@@ -511,7 +511,7 @@ def _time_pages(conn, engine, pages: dict, repeats: int, what: str) -> tuple[dic
     table's two columns do), so a slower spell of the machine falls on all
     of them; forms that are the same SQL are timed once and share those
     runs (timed one after another, one statement's two medians differed
-    by up to 40 %: 42.0 against 29.6 ms).
+    by up to 42 %: 42.0 against 29.6 ms).
     """
     texts = {
         label: str(statement.compile(engine, compile_kwargs={"literal_binds": True})).replace("%", "%%")
@@ -668,7 +668,8 @@ class _Sweeper:
 
         *counted*: ``required`` or ``any``, the statistics' estimate (a
         required tag outside the most common ones: the statistics' estimate
-        of the others, where the store counts it as rare).
+        of the others, where the store takes it as rare, or counts it on a
+        larger collection).
         """
         lines = [title, "%10s %8s %5s %9s %9s %9s %9s  %-7s %s" % ("page", counted, "rows", *FORMS, "picked", "query")]
         for operator, bound, label in page_kinds:

@@ -640,9 +640,10 @@ def _probed_over_few(
     against 45 ms).  With fewer candidates than the required tag's rows,
     the semi-join probes the candidates instead (the same query at
     ~4,000: 2.0 ms against 7.2 ms).  Beside required tags this form is the
-    straightforward SQL itself, so a count that errs (the statistics count
-    a required tag outside the most common ones as rare) costs at most
-    what the straightforward SQL costs.
+    straightforward SQL itself, so a count that errs (``TagStore`` takes a
+    required tag outside the statistics' most common ones as rare where
+    they bound it tightly) costs at most what the straightforward SQL
+    costs.
     """
     rows = _rows(counts, any_of)
     if all_of:

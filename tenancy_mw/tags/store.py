@@ -55,6 +55,7 @@ from tenancy_mw.core.paths import shorten
 from tenancy_mw.core.sql import URL, compiles, postgresql, sa, sqlite
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, TagQuery, validate_tag
 from tenancy_mw.tags.sql import (
+    DRIVEN_REQUIRED_MAX,
     GROUPED_ANY_SMALL,
     MYSQL_SEMI_JOIN_MAX,
     PROBED_REQUIRED_MAX,
@@ -67,6 +68,7 @@ from tenancy_mw.tags.sql import (
     _later_page_counts,
     _shared_order,
     check_page,
+    count_tags,
     tag_statistics,
 )
 
@@ -306,9 +308,9 @@ class TagStore:
         the store's, and taken cautiously: a ``tags-any`` tag outside the most common ones counts
         as many rows as the least common of them, a required tag outside them as rare (over many
         candidates the ids are then found from it, the driven form, where the rows it reads are few
-        beside them; elsewhere one ``EXISTS`` per tag, the straightforward SQL) unless that least
-        common one is on more than :data:`~tenancy_mw.tags.sql.PROBED_REQUIRED_MAX` rows (then
-        as many as it), and none counts
+        beside them; elsewhere one ``EXISTS`` per tag, the straightforward SQL; where that bound
+        is over :data:`~tenancy_mw.tags.sql.PROBED_REQUIRED_MAX` rows, such a tag is counted, up
+        to :data:`~tenancy_mw.tags.sql.DRIVEN_REQUIRED_MAX` + 1 index entries), and none counts
         at all when more than :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
         PostgreSQL gathered them.  After a *marker* (where its range goes inside the tag subqueries)
         they are scaled to the share of the tag rows after it, as the planner estimates it (two
@@ -537,14 +539,30 @@ class TagStore:
         # A tag outside the common ones is on at most as many rows as the
         # least common of them: that bound for a tags-any tag (the grouped
         # form reads them all); for a required tag, rare (the page is then
-        # found from its rows: driven, or one EXISTS per tag), unless that
-        # bound is more than PROBED_REQUIRED_MAX: then the bound, since the
-        # driven form's larger share beside a rare tag would read them all.
+        # found from its rows: driven, or one EXISTS per tag).
         ceiling = max(statistics.other, min(statistics.common.values(), default=0))
         counts = {tag: statistics.common.get(tag, ceiling) for tag in any_of}
-        required = 0 if ceiling <= PROBED_REQUIRED_MAX else ceiling
-        counts.update((tag, statistics.common.get(tag, required)) for tag in all_of)
+        counts.update((tag, statistics.common.get(tag, 0)) for tag in all_of)
+        if ceiling > PROBED_REQUIRED_MAX:
+            counts.update(self._required_outside(all_of - statistics.common.keys(), ceiling, connection))
         return counts
+
+    def _required_outside(self, tags: frozenset, ceiling: int, connection: sa.Connection | None) -> dict[str, int]:
+        """Required *tags* outside the statistics' common ones, each counted up to ``DRIVEN_REQUIRED_MAX + 1``.
+
+        Only where the bound the statistics give them (*ceiling*) is over
+        :data:`~tenancy_mw.tags.sql.PROBED_REQUIRED_MAX`: "rare" may then be
+        common enough that the driven form's share for a rare tag reads
+        too many rows.  A bounded read of the tag index; if it fails
+        (logged), *ceiling* for each.
+        """
+        if not tags:
+            return {}
+        try:
+            return self._read_on(connection, lambda conn: count_tags(conn, tags, self.tags, DRIVEN_REQUIRED_MAX + 1))
+        except sa.exc.SQLAlchemyError as exc:
+            LOG.warning("Could not count the required tags of a tag query: %s", sql.error_summary(exc))
+            return dict.fromkeys(tags, ceiling)
 
     def tag_statistics(self, connection: sa.Connection | None = None) -> TagStatistics | None:
         """PostgreSQL's estimate of how many resources carry each tag, reused for ``statistics_ttl`` seconds.
