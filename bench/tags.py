@@ -485,8 +485,10 @@ SWEEP_REQUIRED = [0, 1, 4, 20, 100]
 #: uuids: each leading hex digit holds a sixteenth of them), and later pages
 #: of the whole collection (``id > marker``, as OpenStack lists page).
 SWEEP_PAGES = [
-    ("<", "0001", "~250"),
+    ("<", "001", "~250"),
+    ("<", "004", "~1,000"),
     ("<", "01", "~4,000"),
+    ("<", "04", "~16,000"),
     ("<", "1", "~62,000"),
     ("<", "4", "~250,000"),
     (None, None, "all"),
@@ -550,11 +552,13 @@ def _sweep_pages(engine, conn, query: TagQuery, candidates: int, operator: str |
 
 
 def form_name(sql_text: str) -> str:
-    """The form of ``tags-any`` a statement holds: driven, grouped, semi (``EXISTS ... tag IN``) or per-tag.
+    """The form of ``tags-any`` a statement holds: per-row, driven, grouped, semi (``EXISTS ... tag IN``) or per-tag.
 
     (A ``not-tags-any`` of three tags or more, a count over ``tag IN``,
     would read as semi; the sweep's has two.)
     """
+    if "OFFSET 0" in sql_text:
+        return "per-row"
     if "GROUP BY" in sql_text:
         inner = sql_text[sql_text.index("IN (SELECT") : sql_text.index("GROUP BY")]
         return "driven" if "EXISTS" in inner else "grouped"

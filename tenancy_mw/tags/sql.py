@@ -49,6 +49,15 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   outnumber, for a set beside a ``not-tags-any`` on at most
   :data:`PROBED_BESIDE_NOT_ANY_MAX` rows, or beside a required tag rarer
   than the set and than them;
+- the whole query, on PostgreSQL given *counts* and at most
+  :data:`PER_ROW_CANDIDATES_MAX` candidates, where the ``tags-any`` is on
+  at least :data:`PER_ROW_ANY_FACTOR` times the candidates' rows
+  (:data:`PER_ROW_ANY_ALONE_FACTOR` alone) and the
+  rarest required tag on :data:`PER_ROW_REQUIRED_FACTOR` times: **per
+  row**, each ``EXISTS`` above with ``OFFSET 0``, which PostgreSQL probes
+  once per candidate rather than join (it would read the large sets whole
+  first), and no marker range inside any (a ``not-tags-any`` of three tags
+  or more stays a count, which it runs per row anyway);
 - a *marker*: ``resource_id > marker``, last (on PostgreSQL left out where
   ``any_of`` is a driven or grouped ``IN``, which holds it), and the same range inside the
   subqueries the database joins (not those it probes per row under an
@@ -88,6 +97,10 @@ __all__ = [
     "DRIVEN_MAX_SHARE",
     "DRIVEN_REQUIRED_MAX",
     "MYSQL_SEMI_JOIN_MAX",
+    "PER_ROW_ANY_ALONE_FACTOR",
+    "PER_ROW_ANY_FACTOR",
+    "PER_ROW_CANDIDATES_MAX",
+    "PER_ROW_REQUIRED_FACTOR",
     "PROBED_ANY_ALONE_MAX",
     "PROBED_BESIDE_NOT_ANY_MAX",
     "PROBED_REQUIRED_MAX",
@@ -188,6 +201,39 @@ PROBED_BESIDE_NOT_ANY_MAX = 100_000
 #: ``EXISTS`` per tag over ~125,000 and ~500,000 candidates, 1.17 and 1.33
 #: over ~250,000.
 PROBED_REQUIRED_MAX = 25_000
+#: On PostgreSQL, given counts and at most this many candidates, a query
+#: with a ``tags-any`` whose tags are on at least :data:`PER_ROW_ANY_FACTOR`
+#: times as many rows as the candidates (:data:`PER_ROW_ANY_ALONE_FACTOR`
+#: for a ``tags-any`` alone), and whose rarest required tag (if
+#: any) on at least :data:`PER_ROW_REQUIRED_FACTOR` times as many, is
+#: checked **per row**: every tag ``EXISTS`` is probed once per candidate
+#: (``OFFSET 0`` keeps PostgreSQL from turning it into a join).  Otherwise
+#: its planner sorts or hashes the large sets whole before it reads a
+#: candidate: ``combined`` over ~4,000 candidates 11 ms per row against 68
+#: ms for the semi-join and 74 for one ``EXISTS`` per tag, over ~16,000 43
+#: against 103 and 83 (``bench/tags.py --sweep``).  A probe
+#: costs about 2.5 microseconds, so this many candidates cost at most about
+#: 50 ms per tag checked.
+PER_ROW_CANDIDATES_MAX = 20_000
+#: See :data:`PER_ROW_CANDIDATES_MAX`.  Over ~4,000 candidates a
+#: ``tags-any`` of 17,500 rows (about four times) per row took 8.7 ms against 4.8
+#: for the semi-join; ``combined rare`` over ~1,000, 6,300 rows, 2.4 ms
+#: against 4.8; ``combined`` over ~16,000 (5.7 times) 43 against 103.
+PER_ROW_ANY_FACTOR = 5
+#: :data:`PER_ROW_ANY_FACTOR` for a ``tags-any`` alone (no other part of the
+#: query), whose semi-join reads its set in id order and stops with the
+#: page: over ~4,000 candidates, ``tags-any 28k`` (6.5 times by the
+#: estimates) per row took 8.5 ms against 6.4 for the semi-join, ``tags-any
+#: 44k`` (9.4 times) 8.6 against 8.7; over ~1,000, ``tags-any`` (17,500
+#: rows) 2.4 against 3.8.
+PER_ROW_ANY_ALONE_FACTOR = 10
+#: See :data:`PER_ROW_CANDIDATES_MAX`.  PostgreSQL merges a required tag's
+#: rows in id order, cheaply, so only a tag far more common than the
+#: candidates makes probing pay: ``rare + any big`` over ~1,000 candidates
+#: (``tag0100``, 7,000 rows, about 7 times) per row took 2.6 ms against 0.7;
+#: ``combined`` over ~16,000 (``tag0004``, 165,000 rows, 10.2 times) 43 ms
+#: against 103.
+PER_ROW_REQUIRED_FACTOR = 10
 #: On MySQL/MariaDB, given counts, ``tags-any`` with no tag excluded (alone
 #: or beside required tags) is one semi-join
 #: (``EXISTS (... tag IN (...))``) when its tags are on at most this many
@@ -202,9 +248,11 @@ PROBED_REQUIRED_MAX = 25_000
 #: ``tags=tag0001&tags-any=tag0600,tag0900``: 18 ms against 1,200 ms.
 MYSQL_SEMI_JOIN_MAX = 30_000
 #: Fewest rows the caller's query must select before the tag condition for
-#: the grouped form to be considered: the semi-join probes each candidate,
-#: which beats reading a whole tag set when candidates are few (a tenant's
-#: own list), and loses when the page walks a large collection.
+#: the grouped form to be considered: the semi-join probes each candidate
+#: beside small sets (beside large ones, over few candidates, the per-row
+#: form: :data:`PER_ROW_CANDIDATES_MAX`), which beats reading a whole tag
+#: set when candidates are few (a tenant's own list), and loses when the
+#: page walks a large collection.
 GROUPED_MIN_CANDIDATES = 100_000
 #: Default most rows :func:`count_tags` reads per tag: what the choice of
 #: :func:`tag_condition` needs to know, and no more.
@@ -302,8 +350,8 @@ def tag_condition(
         row count or an estimate of it; a tenant's own list passes nothing.
         ``None``: PostgreSQL's SQL does not depend on *counts*; below
         :data:`GROUPED_MIN_CANDIDATES`, only that of a middling ``tags-any``
-        without required tags (any beside a ``not-tags-any``) and of a
-        ``tags-any`` beside required tags does (the module doc).
+        without required tags (any beside a ``not-tags-any``), of one beside
+        required tags and, up to :data:`PER_ROW_CANDIDATES_MAX`, of any does.
     :param marker: the page starts after this resource id (OpenStack's
         ``?marker=``, the last id of the previous page; the page is ordered
         by *resource_id*, ascending).  The condition then holds only for ids
@@ -341,7 +389,8 @@ def _paged_condition(
 ) -> sa.ColumnElement:
     """The ANDed clauses of the simplified query *simple* on the page after *marker*."""
     order = _shared_order(resource_id.type, table.c.resource_id.type)
-    clauses, paged_inside = _clauses(table, _Page(resource_id, marker, order), simple, counts)
+    page = _Page(resource_id, marker, order)
+    clauses, paged_inside = _clauses(table, page, simple, counts)
     if not clauses:
         return sa.true()
     condition = sa.and_(*clauses)
@@ -361,7 +410,35 @@ def _paged_condition(
         # range makes later pages up to a hundred times faster.
         outside, _ = _clauses(table, _Page(resource_id, marker, order, inside=False), simple, counts)
         forms["mysql"] = sa.and_(*outside)
+    if _per_row(simple[0], simple[1], counts, alone=not (simple[0] or simple[2] or simple[3])):
+        # PostgreSQL: few candidates beside large sets (PER_ROW_CANDIDATES_MAX).
+        forms["postgresql"] = sa.and_(*_clauses(table, page.each_row(), simple, _Counts(None, None))[0])
     return _DialectVariant(condition, **forms) if forms else condition
+
+
+def _per_row(all_of: frozenset, any_of: frozenset, counts: _Counts, *, alone: bool) -> bool:
+    """Whether PostgreSQL checks the query per row: few candidates beside large sets (:data:`PER_ROW_CANDIDATES_MAX`).
+
+    *all_of* and *any_of*: the required and ``tags-any`` tags of the
+    simplified query; *alone*: it has no other part (no required or
+    excluded tag, no ``not-tags-any``).  Only with a ``tags-any``, whose
+    set every other form reads whole or hashes, and with counts and
+    candidates.
+
+    Example::
+
+        >>> _per_row(frozenset(), frozenset({"a", "b"}), _Counts({"a": 20_000, "b": 10_000}, 4_000), alone=False)
+        True
+        >>> _per_row(frozenset(), frozenset({"a", "b"}), _Counts({"a": 20_000, "b": 10_000}, 4_000), alone=True)
+        False
+    """
+    tags, candidates = counts
+    if not any_of or tags is None or not candidates or candidates > PER_ROW_CANDIDATES_MAX:
+        return False
+    factor = PER_ROW_ANY_ALONE_FACTOR if alone else PER_ROW_ANY_FACTOR
+    if _rows(tags, any_of) < factor * candidates:
+        return False
+    return not all_of or _rarest(tags, all_of) >= PER_ROW_REQUIRED_FACTOR * candidates
 
 
 def _clauses(table: sa.Table, page: _Page, simple: tuple, counts: _Counts) -> tuple[list[sa.ColumnElement], bool]:
@@ -404,6 +481,8 @@ class _Page(NamedTuple):
     order: str | None = None
     #: Whether the marker's range may go inside the subqueries the database joins.
     inside: bool = True
+    #: Whether each tag subquery is probed once per row (:data:`PER_ROW_CANDIDATES_MAX`).
+    per_row: bool = False
 
     def rows_of(self, alias: sa.FromClause) -> list[sa.ColumnElement]:
         """The conditions tying *alias*'s rows to the caller's row, the marker's among them."""
@@ -426,6 +505,22 @@ class _Page(NamedTuple):
         million resources, ``bench/tags.py --pages``).
         """
         return self._replace(inside=False)
+
+    def each_row(self) -> _Page:
+        """This page for the per-row form: every subquery a probe per row, the marker not inside them."""
+        return self._replace(inside=False, per_row=True)
+
+    def exists(self, alias: sa.FromClause, *conditions: sa.ColumnElement) -> sa.Exists:
+        """``EXISTS`` of *alias*'s rows of the caller's row that meet *conditions*.
+
+        In the per-row form with ``OFFSET 0``: PostgreSQL turns no subquery
+        with an ``OFFSET`` into a join, so it probes it once per candidate
+        rather than read every row of the tag into a hash or a sort first.
+        """
+        if not self.per_row:
+            return sa.exists().where(*self.rows_of(alias), *conditions).correlate_except(alias)
+        probe: sa.Select = sa.select(sa.literal_column("1")).select_from(alias).where(*self.rows_of(alias), *conditions)
+        return probe.offset(sa.literal_column("0")).correlate_except(alias).exists()
 
     @property
     def ranged(self) -> bool:
@@ -660,7 +755,8 @@ def _form_settled(
     """Whether PostgreSQL's form by *counts* over *candidates* is also a later page's, whatever its marker.
 
     Then the store need not scale the counts to the tag rows after the
-    marker (:func:`_later_page_counts`, two ``EXPLAIN``): over
+    marker (:func:`_later_page_counts`, two ``EXPLAIN``): never for the
+    per-row form (:func:`_per_row`); over
     :data:`GROUPED_MIN_CANDIDATES` or more, driven (:func:`_driven`: fewer
     rows keep both of its bounds) and grouped without a required tag; over
     fewer, one ``EXISTS`` per tag beside a required tag and the semi-join
@@ -673,6 +769,12 @@ def _form_settled(
     forms cost alike) the page after the marker may get the other form
     than the one said settled.
     """
+    if _per_row(all_of, any_of, _Counts(counts, candidates), alone=False):
+        # Fewer rows after the marker may make the sets too small for it
+        # (alone=False: the lower bound, so never said settled wrongly).
+        # TagStore asks this only over more candidates than the per-row
+        # form takes; a caller of tag_condition may pass any.
+        return False
     if candidates >= GROUPED_MIN_CANDIDATES:
         if all_of:
             return _driven(all_of, any_of, counts, candidates)
@@ -735,7 +837,7 @@ def _lacks_one_condition(table: sa.Table, page: _Page, not_all_of: frozenset) ->
 def _has_tag(table: sa.Table, page: _Page, tag: str) -> sa.Exists:
     """``EXISTS (the row (resource_id, tag))``."""
     alias = table.alias()
-    return sa.exists().where(*page.rows_of(alias), alias.c.tag == tag).correlate_except(alias)
+    return page.exists(alias, alias.c.tag == tag)
 
 
 def _has_any(table: sa.Table, page: _Page, tags: Iterable[str]) -> sa.Exists:
@@ -743,7 +845,7 @@ def _has_any(table: sa.Table, page: _Page, tags: Iterable[str]) -> sa.Exists:
     alias = table.alias()
     tags = sorted(tags)
     match = alias.c.tag == tags[0] if len(tags) == 1 else alias.c.tag.in_(tags)
-    return sa.exists().where(*page.rows_of(alias), match).correlate_except(alias)
+    return page.exists(alias, match)
 
 
 def _any_is_small(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int]) -> bool:

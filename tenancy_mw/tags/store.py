@@ -58,14 +58,19 @@ from tenancy_mw.tags.sql import (
     DRIVEN_REQUIRED_MAX,
     GROUPED_ANY_SMALL,
     MYSQL_SEMI_JOIN_MAX,
+    PER_ROW_CANDIDATES_MAX,
+    PROBED_BESIDE_NOT_ANY_MAX,
     PROBED_REQUIRED_MAX,
     TAG_LOCKS,
     TAGS,
     TagStatistics,
     TagTables,
     _check_candidates,
+    _Counts,
     _form_settled,
     _later_page_counts,
+    _more_than,
+    _per_row,
     _shared_order,
     check_page,
     count_tags,
@@ -301,8 +306,12 @@ class TagStore:
         :meth:`TagQuery.where <tenancy_mw.tags.model.TagQuery.where>` with the tag counts it can
         use.  *candidates*: about how many rows the caller's whole query leaves before this
         condition, its filters and paging marker included (see there; ``None``, the default,
-        whenever it is not known).  Given more than :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL`
-        on PostgreSQL (any number beside a ``not-tags-any``), the counts are PostgreSQL's own
+        whenever it is not known).  On PostgreSQL, for a ``tags-any`` of two tags or more given at
+        most :data:`~tenancy_mw.tags.sql.PER_ROW_CANDIDATES_MAX`, the counts are its statistics'
+        most common tags (any other counts 0) where they give the per-row form; else, for one
+        without required tags beside a ``not-tags-any``, counts that keep the form the cautious
+        ones below give.  Given more than :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL`
+        (more than ``PER_ROW_CANDIDATES_MAX`` beside a ``not-tags-any``), the counts are PostgreSQL's own
         statistics (:meth:`tag_statistics`), read once per ``statistics_ttl`` seconds on
         *connection* (the caller's, so no second connection is taken from the pool) or on one of
         the store's, and taken cautiously: a ``tags-any`` tag outside the most common ones counts
@@ -359,12 +368,23 @@ class TagStore:
         if simple is None:
             return None
         all_of, any_of, _, not_all_of = simple
-        # Up to GROUPED_ANY_SMALL candidates (a tenant's own list) the counts
-        # are read only for a tags-any without required tags beside a
-        # not-tags-any, whose form they decide (PROBED_BESIDE_NOT_ANY_MAX).
-        if candidates <= GROUPED_ANY_SMALL and not (not_all_of and not all_of):
+        if len(any_of) < 2:
             return None
-        counts = self._estimated_counts(all_of, any_of, connection)
+        beside_not_any_alone = bool(not_all_of) and not all_of
+        # Over a tenant-sized page (up to GROUPED_ANY_SMALL) the counts serve
+        # only for the per-row form (PER_ROW_CANDIDATES_MAX) and for a
+        # tags-any without required tags beside a not-tags-any
+        # (PROBED_BESIDE_NOT_ANY_MAX): nothing is read for anything else.
+        if PER_ROW_CANDIDATES_MAX < candidates <= GROUPED_ANY_SMALL and not beside_not_any_alone:
+            return None
+        statistics = self.tag_statistics(connection)
+        # Too many rows changed since PostgreSQL's last ANALYZE: a tag made
+        # common since then would still read as rare.
+        if statistics is None or statistics.changed > GROUPED_ANY_SMALL:
+            return None
+        if candidates <= PER_ROW_CANDIDATES_MAX:
+            return self._few_candidates_counts(simple, statistics, candidates, (marker, resource_id), connection)
+        counts = self._estimated_counts(all_of, any_of, statistics, connection)
         if counts and marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
             if not _form_settled(all_of, any_of, counts, candidates, bool(not_all_of)):
                 after = self._after_marker(counts, marker, connection)
@@ -505,6 +525,43 @@ class TagStore:
             LOG.warning("MySQL's EXPLAIN of %s gave no rows column (explain_format not TRADITIONAL?)", self.tags.name)
         return counts
 
+    def _few_candidates_counts(
+        self,
+        simple: tuple,
+        statistics: TagStatistics,
+        candidates: int,
+        page: tuple[str | None, sa.ColumnElement],
+        connection: sa.Connection | None,
+    ) -> dict[str, int] | None:
+        """The counts over at most ``PER_ROW_CANDIDATES_MAX`` candidates, ``None`` where none serve.
+
+        *simple*: the simplified query; *page*: the marker and the caller's
+        id column.  For the per-row form, the statistics' most common tags,
+        any other counting 0: it pays beside large sets only, so a tag they
+        do not show as common is taken as small.  After a *marker* whose
+        range goes inside the tag subqueries, scaled to the tag rows after
+        it (two ``EXPLAIN``, asked only where the whole table's give the
+        form): the other forms read only those.  Otherwise, for a
+        ``tags-any`` without required tags beside a ``not-tags-any``, counts
+        that keep the form the whole table's cautious counts give
+        (:meth:`_estimated_counts`): one ``EXISTS`` per tag on up to
+        ``PROBED_BESIDE_NOT_ANY_MAX`` rows, the semi-join (``None``) beyond;
+        never counts that give the per-row form.
+        """
+        all_of, any_of, none_of, not_all_of = simple
+        alone = not (all_of or none_of or not_all_of)
+        marker, resource_id = page
+        common = {tag: statistics.common.get(tag, 0) for tag in all_of | any_of}
+        if _per_row(all_of, any_of, _Counts(common, candidates), alone=alone):
+            if marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
+                common = self._after_marker(common, marker, connection)
+            if _per_row(all_of, any_of, _Counts(common, candidates), alone=alone):
+                return common
+        if all_of or not not_all_of:
+            return None
+        cautious = self._estimated_counts(all_of, any_of, statistics, connection)
+        return None if _more_than(cautious, any_of, PROBED_BESIDE_NOT_ANY_MAX) else common
+
     def _after_marker(self, counts: dict[str, int], marker: str, connection: sa.Connection | None) -> dict[str, int]:
         """*counts* scaled to the tag rows after *marker*, the share PostgreSQL's planner estimates (*counts* if none).
 
@@ -521,21 +578,14 @@ class TagStore:
         return {tag: int(round(count * share)) for tag, count in counts.items()}
 
     def _estimated_counts(
-        self, all_of: frozenset, any_of: frozenset, connection: sa.Connection | None
-    ) -> dict[str, int] | None:
-        """The counts :meth:`where` passes on PostgreSQL, from its statistics; ``None`` when they cannot serve.
+        self, all_of: frozenset, any_of: frozenset, statistics: TagStatistics, connection: sa.Connection | None
+    ) -> dict[str, int]:
+        """The counts :meth:`where` passes on PostgreSQL, from its *statistics* (fresh enough to serve).
 
         *all_of* and *any_of*: the required and ``tags-any`` tags of the
         simplified query (only a ``tags-any`` of two tags or more has forms
         to choose from).
         """
-        if len(any_of) < 2:
-            return None
-        statistics = self.tag_statistics(connection)
-        # Too many rows changed since PostgreSQL's last ANALYZE: a tag made
-        # common since then would still read as rare.
-        if statistics is None or statistics.changed > GROUPED_ANY_SMALL:
-            return None
         # A tag outside the common ones is on at most as many rows as the
         # least common of them: that bound for a tags-any tag (the grouped
         # form reads them all); for a required tag, rare (the page is then

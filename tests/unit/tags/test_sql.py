@@ -25,6 +25,10 @@ from tenancy_mw.tags.sql import (
     GROUPED_ANY_SMALL,
     GROUPED_MIN_CANDIDATES,
     MYSQL_SEMI_JOIN_MAX,
+    PER_ROW_ANY_ALONE_FACTOR,
+    PER_ROW_ANY_FACTOR,
+    PER_ROW_CANDIDATES_MAX,
+    PER_ROW_REQUIRED_FACTOR,
     PROBED_ANY_ALONE_MAX,
     PROBED_BESIDE_NOT_ANY_MAX,
     PROBED_REQUIRED_MAX,
@@ -65,13 +69,16 @@ def fill(engine, resources: dict[str, set[str]]) -> None:
             conn.execute(TABLES.tags.insert(), rows)
 
 
-def sql_result(engine, query: TagQuery, limit: int | None = None, counts=None, marker: str | None = None) -> list[str]:
+def sql_result(
+    engine, query: TagQuery, limit: int | None = None, counts=None, marker: str | None = None, candidates=None
+) -> list[str]:
     statement = sa.select(RESOURCES.c.id).order_by(RESOURCES.c.id)
     if limit is not None:
         statement = statement.limit(limit)
-    # With counts, a page said to walk a large collection: the counts then
-    # choose PostgreSQL's form of tags-any (TagQuery.where).
-    candidates = None if counts is None else GROUPED_MIN_CANDIDATES
+    # With counts, a page said to walk a large collection unless told
+    # otherwise: the counts then choose PostgreSQL's form of tags-any (TagQuery.where).
+    if candidates is None and counts is not None:
+        candidates = GROUPED_MIN_CANDIDATES
     statement = query.apply(statement, RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker, limit=limit)
     with engine.connect() as conn:
         return list(conn.execute(statement).scalars())
@@ -80,6 +87,9 @@ def sql_result(engine, query: TagQuery, limit: int | None = None, counts=None, m
 # Counts that make every tag rare: on PostgreSQL, tags-any takes its grouped
 # form; None leaves the semi-join.  Both must find the same rows.
 ALL_RARE = dict.fromkeys(POOL, 0)
+# Counts that make every tag common, over one candidate: on PostgreSQL the
+# per-row form (PER_ROW_CANDIDATES_MAX).
+ALL_COMMON = dict.fromkeys(POOL, TAG_COUNT_CAP)
 
 
 tag_sets = st.frozensets(st.sampled_from(POOL), max_size=5)
@@ -104,6 +114,7 @@ def test_sql_returns_exactly_what_matches_accepts(tag_engine, resources, query_l
         expected = sorted(rid for rid, tags in resources.items() if query.matches(tags))
         assert sql_result(tag_engine, query) == expected, query
         assert sql_result(tag_engine, query, counts=ALL_RARE) == expected, query
+        assert sql_result(tag_engine, query, counts=ALL_COMMON, candidates=1) == expected, query
         with tag_engine.connect() as conn:
             counted = count_tags(conn, query.tags_to_count(), TABLES.tags)
         assert sql_result(tag_engine, query, counts=counted) == expected, (query, counted)
@@ -123,6 +134,8 @@ def test_a_page_after_a_marker_is_the_next_rows_that_match(tag_engine, resources
     expected = [rid for rid in matching if rid > marker][:limit]
     assert sql_result(tag_engine, query, limit=limit, marker=marker) == expected, (query, marker)
     assert sql_result(tag_engine, query, limit=limit, marker=marker, counts=ALL_RARE) == expected, (query, marker)
+    per_row = sql_result(tag_engine, query, limit=limit, marker=marker, counts=ALL_COMMON, candidates=1)
+    assert per_row == expected, (query, marker)
 
 
 def test_walking_every_page_finds_every_match_once(tag_engine):
@@ -348,6 +361,8 @@ def _pg_form(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> st
     one of its own).
     """
     text = _pg_sql(query_string, counts, candidates)
+    if "OFFSET 0" in text:
+        return "per-row"
     if "GROUP BY" in text:
         inner = text[text.index("IN (SELECT") : text.index("GROUP BY")]
         return "driven" if "EXISTS" in inner else "grouped"
@@ -410,11 +425,65 @@ def test_postgresql_drives_from_the_tag_table_only_over_four_or_five_times_the_r
     assert not _grouped("tags=x&tags-any=x,y", {"x": 1, "y": 1})
 
 
-def test_few_candidates_keep_the_semi_join_whatever_the_counts():
+def test_few_candidates_are_never_grouped_whatever_the_counts():
     """A tenant's own list: the semi-join probes its few ids; the grouped form would read the whole tag set."""
     assert not _grouped("tags-any=x,y", ALL_RARE | {"x": 1, "y": 1}, candidates=None)
     assert not _grouped("tags-any=x,y", {"x": 1, "y": 1}, candidates=GROUPED_MIN_CANDIDATES - 1)
     assert _grouped("tags-any=x,y", {"x": 1, "y": 1}, candidates=GROUPED_MIN_CANDIDATES)
+
+
+def test_few_candidates_beside_large_sets_are_checked_per_row():
+    """combined over ~4,000 candidates: each tag probed per candidate, not a set of 92,000 rows sorted first."""
+    most = PER_ROW_CANDIDATES_MAX
+    beside = "tags-any=x,y&not-tags=z"
+    huge = {"x": 10**7, "y": 10**7}
+    assert _pg_form(beside, huge, most) == "per-row"
+    assert _pg_form("tags-any=x,y", huge, most) == "per-row"
+    # One candidate more: not per row, however large the sets.
+    assert _pg_form(beside, huge, most + 1) == "semi-join"
+    assert _pg_form("tags-any=x,y", huge, most + 1) == "semi-join"
+    # Beside another part, the set on PER_ROW_ANY_FACTOR times the
+    # candidates' rows, not one fewer; alone, PER_ROW_ANY_ALONE_FACTOR times.
+    for query, factor in ((beside, PER_ROW_ANY_FACTOR), ("tags-any=x,y", PER_ROW_ANY_ALONE_FACTOR)):
+        assert _pg_form(query, {"x": factor * 4_000, "y": 0}, 4_000) == "per-row"
+        assert _pg_form(query, {"x": factor * 4_000 - 1, "y": 0}, 4_000) == "semi-join"
+    assert PER_ROW_ANY_FACTOR < PER_ROW_ANY_ALONE_FACTOR
+    # The rarest required tag on PER_ROW_REQUIRED_FACTOR times as many, not one fewer.
+    required = PER_ROW_REQUIRED_FACTOR * 4_000
+    assert _pg_form("tags=r&tags-any=x,y", huge | {"r": required}, 4_000) == "per-row"
+    assert _pg_form("tags=r&tags-any=x,y", huge | {"r": required - 1}, 4_000) == "semi-join"
+    # Without counts or candidates, or without a tags-any: never.
+    assert _pg_form(beside, None, 4_000) == "semi-join"
+    assert _pg_form(beside, huge, None) == "semi-join"
+    assert "OFFSET" not in _pg_sql("tags=x,y&not-tags=z", huge | {"z": 10**6}, 4_000)
+
+
+def test_the_per_row_form_probes_every_tag_and_is_postgresqls_only():
+    """Every EXISTS of the per-row form has OFFSET 0 (no join); MySQL/MariaDB and SQLite keep their SQL."""
+    from sqlalchemy.dialects import mysql, postgresql, sqlite
+
+    counts = dict.fromkeys("rxyzabc", 10**6)
+    query = parse_tag_query("tags=r&tags-any=x,y&not-tags=z&not-tags-any=a,b")
+    condition = query.where(RESOURCES.c.id, TABLES.tags, counts, 4_000, marker="m")
+    text = str(condition.compile(dialect=postgresql.dialect()))
+    assert text.count("EXISTS") == text.count("OFFSET 0") == 5
+    # The marker once, outside (the ids are ExactString: any other form
+    # puts its range inside the joined subqueries too).
+    assert text.count("> %(id_") == 1, text
+    assert (
+        str(
+            query.where(RESOURCES.c.id, TABLES.tags, counts, None, marker="m").compile(dialect=postgresql.dialect())
+        ).count("> %(")
+        > 1
+    )
+    for dialect in (mysql.dialect(), sqlite.dialect()):
+        beyond = query.where(RESOURCES.c.id, TABLES.tags, counts, PER_ROW_CANDIDATES_MAX + 1, marker="m")
+        assert str(condition.compile(dialect=dialect)) == str(beyond.compile(dialect=dialect))
+    # A not-tags-any of three tags is a count, which PostgreSQL runs per row anyway.
+    three = parse_tag_query("tags-any=x,y&not-tags-any=a,b,c").where(RESOURCES.c.id, TABLES.tags, counts, 4_000)
+    text = str(three.compile(dialect=postgresql.dialect()))
+    assert text.count("EXISTS") == text.count("OFFSET 0") == 1
+    assert "count(*)" in text
 
 
 def test_fewer_candidates_than_grouping_needs_but_more_than_the_set_hash_each_tag():
@@ -430,7 +499,7 @@ def test_fewer_candidates_than_grouping_needs_but_more_than_the_set_hash_each_ta
     assert _pg_form("tags-any=x,y", middling, candidates=None) == "semi-join"
 
 
-def test_beside_a_not_tags_any_a_set_of_up_to_100k_rows_is_hashed_per_tag_whatever_the_candidates():
+def test_beside_a_not_tags_any_a_set_of_up_to_100k_rows_is_hashed_per_tag_unless_checked_per_row():
     """any+not-any: the semi-join would check the not-tags-any on every candidate before joining them to the set."""
     most = PROBED_BESIDE_NOT_ANY_MAX
     at_most = {"x": most // 2, "y": most - most // 2}
@@ -438,20 +507,27 @@ def test_beside_a_not_tags_any_a_set_of_up_to_100k_rows_is_hashed_per_tag_whatev
     small = {"x": 1_000, "y": 1_000}
     query = "tags-any=x,y&not-tags-any=a,b"
     for candidates in (250, 4_000, 62_000, GROUPED_MIN_CANDIDATES - 1):
-        assert _pg_form(query, at_most, candidates) == "per-tag"
-        assert _pg_form(query, small, candidates) == "per-tag"
-        assert _pg_form(query, over, candidates) == "semi-join"
+        # Over a page of at most a fifth of the set's rows, per row (PER_ROW_ANY_FACTOR).
+        per_row = candidates <= PER_ROW_CANDIDATES_MAX
+        large = "per-row" if per_row and candidates * PER_ROW_ANY_FACTOR <= most else None
+        large_alone = "per-row" if per_row and candidates * PER_ROW_ANY_ALONE_FACTOR <= most else None
+        small_per_row = per_row and candidates * PER_ROW_ANY_FACTOR <= sum(small.values())
+        assert _pg_form(query, at_most, candidates) == (large or "per-tag")
+        assert _pg_form(query, small, candidates) == ("per-row" if small_per_row else "per-tag")
+        assert _pg_form(query, over, candidates) == (large or "semi-join")
         # Without it, over fewer candidates than the set: the semi-join.
-        assert _pg_form("tags-any=x,y", at_most, candidates) == "semi-join"
-        assert _pg_form("tags-any=x,y&not-tags=a", small, candidates) == "semi-join"
+        assert _pg_form("tags-any=x,y", at_most, candidates) == (large_alone or "semi-join")
+        assert _pg_form("tags-any=x,y&not-tags=a", small, candidates) == ("per-row" if small_per_row else "semi-join")
     # Over many candidates a small set stays grouped; one up to the bound,
     # per tag (alone only up to PROBED_ANY_ALONE_MAX).
     assert _pg_form(query, small, GROUPED_MIN_CANDIDATES) == "grouped"
     assert _pg_form(query, at_most, 10**6) == "per-tag"
     assert _pg_form(query, over, 10**6) == "semi-join"
     assert _pg_form("tags-any=x,y", at_most, 10**6) == "semi-join"
-    # Beside a required tag, or without counts or candidates, nothing changes.
-    assert _pg_form("tags=r&" + query, at_most | {"r": 500_000}, 4_000) == "semi-join"
+    # Beside a required tag per row over few candidates, else as before;
+    # without counts or candidates, the semi-join.
+    assert _pg_form("tags=r&" + query, at_most | {"r": 500_000}, 62_000) == "semi-join"
+    assert _pg_form("tags=r&" + query, at_most | {"r": 500_000}, 4_000) == "per-row"
     assert _pg_form(query, None, 4_000) == "semi-join"
     assert _pg_form(query, at_most, None) == "semi-join"
 

@@ -11,7 +11,13 @@ import sqlalchemy as sa
 from tenancy_mw import migrations
 from tenancy_mw.core import sql
 from tenancy_mw.tags.model import InvalidTag, parse_tag_query
-from tenancy_mw.tags.sql import GROUPED_ANY_SMALL, GROUPED_MIN_CANDIDATES, MYSQL_SEMI_JOIN_MAX, TagStatistics
+from tenancy_mw.tags.sql import (
+    GROUPED_ANY_SMALL,
+    GROUPED_MIN_CANDIDATES,
+    MYSQL_SEMI_JOIN_MAX,
+    PER_ROW_CANDIDATES_MAX,
+    TagStatistics,
+)
 from tenancy_mw.tags.store import TagLimitExceeded, TagStore, _rows_under_limit
 from tests.conftest import require
 from tests.support import databases
@@ -174,7 +180,7 @@ def _analysed(store):
             conn.commit()
 
 
-def test_where_reads_statistics_only_for_a_large_collection_and_then_reuses_them(store):
+def test_where_reads_statistics_only_given_candidates_and_then_reuses_them(store):
     store.replace_tags("s1", ["red", "web"])
     store.replace_tags("s2", ["blue"])
     store.replace_tags("s3", ["web"])
@@ -204,31 +210,40 @@ def test_where_reads_statistics_only_for_a_large_collection_and_then_reuses_them
         servers.drop(store.engine)
 
 
-def test_beside_a_not_tags_any_statistics_are_read_over_few_candidates_too(store):
-    """The one query shape whose SQL over a tenant-sized page depends on the counts (PROBED_BESIDE_NOT_ANY_MAX)."""
+def test_a_tags_any_reads_the_statistics_over_few_candidates_too(store):
+    """Up to PER_ROW_CANDIDATES_MAX candidates a tags-any reads the statistics; then only beside a not-tags-any."""
     store.replace_tags("s1", ["red", "web"])
     store.replace_tags("s2", ["blue"])
     store.replace_tags("s3", ["red", "web", "db"])
     _analysed(store)
     servers = _servers(store, ["s1", "s2", "s3", "s4"])
+    queries = {
+        "tags-any=red,blue&not-tags=db": ["s1", "s2"],
+        "tags=web&tags-any=red,blue&not-tags-any=db,green": ["s1", "s3"],
+        "tags-any=red,blue": ["s1", "s2", "s3"],
+        "tags-any=red,blue&not-tags-any=web,db": ["s1", "s2"],
+    }
     try:
         page = sa.select(servers.c.id).order_by(servers.c.id)
-        found, statistics_reads = [], []
-        for query_string in (
-            "tags-any=red,blue&not-tags=db",
-            "tags=web&tags-any=red,blue&not-tags-any=db,green",
-            "tags-any=red,blue&not-tags-any=web,db",
-        ):
-            fresh = TagStore(store.engine, statistics_ttl=0)
-            with _Statements(store.engine) as sent:
-                condition = fresh.where(parse_tag_query(query_string), servers.c.id, 4_000)
-            statistics_reads.append(sum("pg_stats" in text for text in sent))
-            with store.engine.connect() as conn:
-                found.append(conn.execute(page.where(condition)).scalars().all())
-        assert found == [["s1", "s2"], ["s1", "s3"], ["s1", "s2"]]
-        # Only the last: without required tags beside a not-tags-any.
-        expected = [0, 0, 1] if store.engine.dialect.name == "postgresql" else [0, 0, 0]
-        assert statistics_reads == expected
+        for candidates in (4_000, PER_ROW_CANDIDATES_MAX, PER_ROW_CANDIDATES_MAX + 1, GROUPED_ANY_SMALL):
+            statistics_reads = []
+            for query_string, expected_rows in queries.items():
+                fresh = TagStore(store.engine, statistics_ttl=0)
+                with _Statements(store.engine) as sent:
+                    condition = fresh.where(parse_tag_query(query_string), servers.c.id, candidates)
+                statistics_reads.append(sum("pg_stats" in text for text in sent))
+                with store.engine.connect() as conn:
+                    assert conn.execute(page.where(condition)).scalars().all() == expected_rows
+            # On PostgreSQL: each once up to PER_ROW_CANDIDATES_MAX (the
+            # per-row form); beyond, only the last, without required tags
+            # beside a not-tags-any (PROBED_BESIDE_NOT_ANY_MAX).
+            if store.engine.dialect.name != "postgresql":
+                expected = [0, 0, 0, 0]
+            elif candidates <= PER_ROW_CANDIDATES_MAX:
+                expected = [1, 1, 1, 1]
+            else:
+                expected = [0, 0, 0, 1]
+            assert statistics_reads == expected, candidates
     finally:
         servers.drop(store.engine)
 
@@ -293,7 +308,9 @@ def _form(store, query_string, statistics, candidates=10**7):
 
 
 def _form_of(sql_text: str) -> str:
-    """Which form of tags-any *sql_text* holds: driven, grouped, semi-join (one EXISTS over IN) or per-tag (OR)."""
+    """The form of tags-any in *sql_text*: per-row (OFFSET 0), driven, grouped, semi-join (EXISTS ... IN) or per-tag."""
+    if "OFFSET 0" in sql_text:
+        return "per-row"
     if "GROUP BY" in sql_text:
         inner = sql_text[sql_text.index("IN (SELECT") : sql_text.index("GROUP BY")]
         return "driven" if "EXISTS" in inner else "grouped"
@@ -328,12 +345,21 @@ def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
         assert _form(tag_store, "tags-any=mid,least", fresh) == "semi-join"
         assert _form(tag_store, "tags-any=big,mid", fresh) == "semi-join"
         # Beside a not-tags-any, a set on up to PROBED_BESIDE_NOT_ANY_MAX rows
-        # (mid and least: 67,000) is one EXISTS per tag over few candidates
+        # (mid and least: 67,000) is one EXISTS per tag over fewer candidates
         # too; large and least (157,000), the semi-join.
-        assert _form(tag_store, "tags-any=mid,least&not-tags-any=a,b", fresh, 4_000) == "per-tag"
+        assert _form(tag_store, "tags-any=mid,least&not-tags-any=a,b", fresh, 62_000) == "per-tag"
         assert _form(tag_store, "tags-any=mid,least&not-tags-any=a,b", fresh) == "per-tag"
-        assert _form(tag_store, "tags-any=large,least&not-tags-any=a,b", fresh, 4_000) == "semi-join"
-        assert _form(tag_store, "tags-any=mid,least", fresh, 4_000) == "semi-join"
+        assert _form(tag_store, "tags-any=large,least&not-tags-any=a,b", fresh, 62_000) == "semi-join"
+        assert _form(tag_store, "tags-any=mid,least", fresh, 62_000) == "semi-join"
+        # Over ~4,000 the set (67,000) is more than ten times the candidates: per row.
+        assert _form(tag_store, "tags-any=mid,least&not-tags-any=a,b", fresh, 4_000) == "per-row"
+        assert _form(tag_store, "tags-any=mid,least", fresh, 4_000) == "per-row"
+        # Tags outside the common ones count nothing for it, but beside a
+        # not-tags-any their cautious rows still choose: 2 x 7,000, one EXISTS
+        # per tag; 20 x 7,000 = 140,000, the semi-join.
+        assert _form(tag_store, "tags-any=least,x&not-tags-any=a,b", fresh, 4_000) == "per-tag"
+        many = ",".join("u%02d" % n for n in range(20))
+        assert _form(tag_store, "tags-any=%s&not-tags-any=a,b" % many, fresh, 4_000) == "semi-join"
         # Statistics older than GROUPED_ANY_SMALL changed rows are not used at all.
         stale = fresh._replace(changed=GROUPED_ANY_SMALL + 1)
         assert _form(tag_store, "tags-any=x,y", stale) == "semi-join"
@@ -398,9 +424,10 @@ def test_where_reads_only_what_can_change_the_form(migrated_url):
         assert page_after(tag_store, "tags=rare&tags-any=x,y", GROUPED_MIN_CANDIDATES - 1) == ("per-tag", 0)
         assert page_after(tag_store, "tags=large&tags-any=x,y", GROUPED_MIN_CANDIDATES - 1) == ("semi-join", 0)
         # Beside a not-tags-any over few candidates the whole table's counts
-        # choose whatever the share: nothing is asked.
-        assert page_after(tag_store, "tags-any=mid,least&not-tags-any=a,b", 4_000) == ("per-tag", 0)
-        assert page_after(tag_store, "tags-any=large,least&not-tags-any=a,b", 4_000) == ("semi-join", 0)
+        # choose whatever the share: nothing is asked (but for the per-row
+        # form, up to PER_ROW_CANDIDATES_MAX, where the whole table's give it).
+        assert page_after(tag_store, "tags-any=least,x&not-tags-any=a,b", 4_000) == ("per-tag", 0)
+        assert page_after(tag_store, "tags-any=large,least&not-tags-any=a,b", 62_000) == ("semi-join", 0)
         # Without one, a set the whole table's counts make a semi-join stays one.
         assert page_after(tag_store, "tags-any=mid,least", 62_000) == ("semi-join", 0)
         # Without candidates (a tenant's own list) not even the statistics are read.
@@ -415,6 +442,69 @@ def test_where_reads_only_what_can_change_the_form(migrated_url):
     finally:
         tag_store.close()
         fresh.close()
+
+
+def test_few_candidates_beside_sets_the_statistics_show_large_are_checked_per_row(migrated_url):
+    """combined on a tenant's page of ~4,000: per row where pg_stats' common tags make the sets large."""
+    if not migrated_url.startswith("postgresql"):
+        return  # only PostgreSQL's SQL reads its statistics
+    tag_store = TagStore(migrated_url)
+    try:
+        common = {"big": 500_000, "large": 150_000, "mid": 60_000, "least": 7_000}
+        statistics = TagStatistics(common, other=1_000, changed=0)
+        # 210,000 rows over 4,000 candidates (52 times), the required tag 125 times.
+        assert _form(tag_store, "tags=big&tags-any=large,mid&not-tags=z", statistics, 4_000) == "per-row"
+        # A required tag outside the common ones may be rare: not per row,
+        # and no counts at all (the semi-join, as before the per-row form).
+        assert _form(tag_store, "tags=other&tags-any=large,mid", statistics, 4_000) == "semi-join"
+        # Tags outside them count nothing here (the other rules take them as
+        # up to 7,000 rows each): 7,000 + 0 + 0 is under five times 4,000
+        # (21,000 would be over).
+        assert _form(tag_store, "tags-any=least,x,y&not-tags=z", statistics, 4_000) == "semi-join"
+        # The store's own factor: beside another part five times, alone ten
+        # (mid and least, 67,000 rows over 10,000 candidates: 6.7 times).
+        assert _form(tag_store, "tags-any=mid,least&not-tags=z", statistics, 10_000) == "per-row"
+        assert _form(tag_store, "tags-any=mid,least", statistics, 10_000) == "semi-join"
+        assert _form(tag_store, "tags-any=least,mid", statistics, PER_ROW_CANDIDATES_MAX) == "semi-join"
+        assert _form(tag_store, "tags-any=large,mid", statistics, PER_ROW_CANDIDATES_MAX) == "per-row"
+        # Statistics gathered before too many rows changed: none count.
+        stale = TagStatistics(common, other=1_000, changed=GROUPED_ANY_SMALL + 1)
+        assert _form(tag_store, "tags-any=large,mid", stale, 4_000) == "semi-join"
+    finally:
+        tag_store.close()
+
+
+def test_after_a_marker_the_per_row_form_is_judged_on_the_share_of_the_sets_after_it(pg_store):
+    """A page near the end: the other forms read only the tag rows after the marker, so the sets count that share."""
+    servers = sa.table("servers", sa.column("id", sql.ExactString(40)))
+    with pg_store.engine.begin() as conn:
+        rows = [{"resource_id": "r%05d" % n, "tag": tag} for n in range(20_000) for tag in ("x", "y")]
+        conn.execute(pg_store.tags.insert(), rows)
+        conn.exec_driver_sql("ANALYZE tenancy_mw_tags")
+    query = parse_tag_query("tags-any=x,y")
+    pg_store._statistics = (TagStatistics({"x": 20_000, "y": 20_000}, other=0, changed=0), float("inf"))
+
+    def form(marker, candidates=1_000):
+        with _Statements(pg_store.engine) as sent:
+            condition = pg_store.where(query, servers.c.id, candidates, marker=marker)
+        return _form_of(str(condition.compile(pg_store.engine))), len(sent)
+
+    # 40,000 rows, 40 times the candidates: per row, nothing asked.
+    assert form(None) == ("per-row", 0)
+    # After r19000 about a twentieth is left, 2,000 rows: the semi-join.
+    assert form("r19000") == ("semi-join", 2)
+    # After r05000, three quarters: still per row, once the planner's share is known.
+    assert form("r05000") == ("per-row", 2)
+    # Beside a not-tags-any, a share too small for it leaves the choice to
+    # the whole table's rows: over PROBED_BESIDE_NOT_ANY_MAX the semi-join
+    # (not one EXISTS per tag, which hashes the sets whole), at most it one
+    # EXISTS per tag.
+    query = parse_tag_query("tags-any=x,y&not-tags-any=a,b")
+    pg_store._statistics = (TagStatistics({"x": 80_000, "y": 70_000}, other=0, changed=0), float("inf"))
+    assert form("r19000", 4_000) == ("semi-join", 2)
+    pg_store._statistics = (TagStatistics({"x": 40_000, "y": 40_000}, other=0, changed=0), float("inf"))
+    assert form("r19000", 4_000) == ("per-tag", 2)
+    assert form(None, 4_000) == ("per-row", 0)
 
 
 def test_after_a_marker_one_exists_per_tag_is_judged_on_the_whole_tables_rows(migrated_url):
