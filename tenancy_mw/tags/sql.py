@@ -164,8 +164,9 @@ DRIVEN_MAX_SHARE = 0.2
 #: 51 ms for one ``EXISTS`` per tag).  Not more: over ~750,000 candidates,
 #: timed apart from the bench, the driven form was 5 to 14 % slower than one
 #: ``EXISTS`` per tag at 0.30 to 0.32 (``tag0050`` and ``tag0030`` beside
-#: 219,000 rows), though the sweep's pages of ~500,000 had it faster in 8 of
-#: 12 rows at 0.30 to 0.48 (``bench/README.rst``).
+#: 219,000 rows), though the sweeps' pages of ~500,000 had it faster (in 8
+#: of 12 rows at 0.30 to 0.48 of the candidates in one, in 10 of 15 in the
+#: next: ``bench/README.rst``).
 DRIVEN_BESIDE_RARE_MAX_SHARE = 0.25
 #: On PostgreSQL, given counts, ``tags-any`` alone on more than
 #: :data:`GROUPED_ANY_SMALL` rows and at most this many is one ``EXISTS`` per
@@ -182,7 +183,8 @@ PROBED_ANY_ALONE_MAX = 60_000
 #: joins them to a semi-join's set; beside one ``EXISTS`` per tag, whose
 #: hashed sets it checks first, only on the rows they let through
 #: (``bench/tags.py --sweep``, "beside a not-tags-any", where the store
-#: picks this: a ``tags-any`` of 91,000 rows beside
+#: picked this before the per-row form, which now takes the ~4,000 page
+#: (:data:`PER_ROW_CANDIDATES_MAX`): a ``tags-any`` of 91,000 rows beside
 #: ``not-tags-any=tag0001,tag0003``, one ``EXISTS`` per tag 27 ms against
 #: 31 ms for the semi-join over ~4,000 candidates, 39 against 111 over
 #: ~62,000, 49 against 133 over ~250,000; of 146,000 rows the semi-join
@@ -192,13 +194,13 @@ PROBED_BESIDE_NOT_ANY_MAX = 100_000
 #: candidates, ``tags-any`` beside a required tag on at most this many rows
 #: is one ``EXISTS`` per tag (the straightforward SQL) where it is neither
 #: driven nor grouped: PostgreSQL drives from that tag's rows and probes the
-#: set; the semi-join's plan varies, up to 2.4 times slower and up to 10 %
-#: faster (30 % once) in the sweep (``bench/tags.py --sweep``, "beside a rare required tag":
+#: set; the semi-join's plan varies, up to 2.4 times slower and up to 18 %
+#: faster (30 % once) in two sweeps (``bench/tags.py --sweep``, "beside a rare required tag":
 #: ``tags=tag0050&tags-any=tag0008,tag0012``, 14,000 and 143,000 rows, over
 #: ~250,000 candidates 28 ms against 42 ms for the semi-join; ``tags=tag0100``
 #: beside them over ~125,000, 9 against 21).  Beside ``tags=tag0020``,
-#: 35,000 rows, the two take turns: the semi-join 0.64 to 0.97 of one
-#: ``EXISTS`` per tag over ~125,000 and ~500,000 candidates, 1.17 and 1.33
+#: 35,000 rows, the two take turns: the semi-join 0.64 to 1.04 of one
+#: ``EXISTS`` per tag over ~125,000 and ~500,000 candidates, up to 1.35
 #: over ~250,000.
 PROBED_REQUIRED_MAX = 25_000
 #: On PostgreSQL, given counts and at most this many candidates, a query
@@ -211,28 +213,31 @@ PROBED_REQUIRED_MAX = 25_000
 #: its planner sorts or hashes the large sets whole before it reads a
 #: candidate: ``combined`` over ~4,000 candidates 11 ms per row against 68
 #: ms for the semi-join and 74 for one ``EXISTS`` per tag, over ~16,000 43
-#: against 103 and 83 (``bench/tags.py --sweep``).  A probe
+#: against 103 and 83 (``bench/tags.py --sweep``, 27 November 2026; the
+#: factors' other times were taken beside that sweep, on its data).  A probe
 #: costs about 2.5 microseconds, so this many candidates cost at most about
 #: 50 ms per tag checked.
 PER_ROW_CANDIDATES_MAX = 20_000
 #: See :data:`PER_ROW_CANDIDATES_MAX`.  Over ~4,000 candidates a
 #: ``tags-any`` of 17,500 rows (about four times) per row took 8.7 ms against 4.8
 #: for the semi-join; ``combined rare`` over ~1,000, 6,300 rows, 2.4 ms
-#: against 4.8; ``combined`` over ~16,000 (5.7 times) 43 against 103.
+#: against 4.8; ``combined`` over ~16,000 (about six times) 43 against 103.
 PER_ROW_ANY_FACTOR = 5
 #: :data:`PER_ROW_ANY_FACTOR` for a ``tags-any`` alone (no other part of the
 #: query), whose semi-join reads its set in id order and stops with the
 #: page: over ~4,000 candidates, ``tags-any 28k`` (6.5 times by the
 #: estimates) per row took 8.5 ms against 6.4 for the semi-join, ``tags-any
 #: 44k`` (9.4 times) 8.6 against 8.7; over ~1,000, ``tags-any`` (17,500
-#: rows) 2.4 against 3.8.
+#: rows) 2.8 against 4.5 in the sweep.
 PER_ROW_ANY_ALONE_FACTOR = 10
 #: See :data:`PER_ROW_CANDIDATES_MAX`.  PostgreSQL merges a required tag's
 #: rows in id order, cheaply, so only a tag far more common than the
 #: candidates makes probing pay: ``rare + any big`` over ~1,000 candidates
 #: (``tag0100``, 7,000 rows, about 7 times) per row took 2.6 ms against 0.7;
-#: ``combined`` over ~16,000 (``tag0004``, 165,000 rows, 10.2 times) 43 ms
-#: against 103.
+#: ``combined`` over ~16,000 (``tag0004``, 165,000 rows, about 10 times) 43
+#: ms against 103, at the edge (165,333 by the statistics, 16,213
+#: candidates by the planner): an estimate 2 % off the other way gives that
+#: page the semi-join again.
 PER_ROW_REQUIRED_FACTOR = 10
 #: On MySQL/MariaDB, given counts, ``tags-any`` with no tag excluded (alone
 #: or beside required tags) is one semi-join
@@ -422,7 +427,7 @@ def _per_row(all_of: frozenset, any_of: frozenset, counts: _Counts, *, alone: bo
     *all_of* and *any_of*: the required and ``tags-any`` tags of the
     simplified query; *alone*: it has no other part (no required or
     excluded tag, no ``not-tags-any``).  Only with a ``tags-any``, whose
-    set every other form reads whole or hashes, and with counts and
+    set the other forms may read whole or hash, and with counts and
     candidates.
 
     Example::

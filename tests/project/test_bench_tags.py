@@ -99,7 +99,7 @@ def test_small_run_on_both_servers_reports_every_query():
         # the store keeps the semi-join whatever the tags.
         assert all(fields[-2] == "semi" for fields in sweep_rows), proc.stdout
         # Beside a not-tags-any, on each page, one EXISTS per tag for sets
-        # this small (PROBED_BESIDE_NOT_ANY_MAX).
+        # this small (PROBED_BESIDE_NOT_ANY_MAX), or per row.
         labels = {label for _, _, label in bench_tags.SWEEP_NOT_ANY_PAGES}
         not_any_rows = [fields for fields in map(str.split, not_any.splitlines()) if fields and fields[0] in labels]
         assert len(not_any_rows) == len(bench_tags.SWEEP_NOT_ANY_PAGES) * len(bench_tags.SWEEP_ANY), proc.stdout
