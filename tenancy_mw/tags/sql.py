@@ -415,10 +415,16 @@ def _paged_condition(
         # range makes later pages up to a hundred times faster.
         outside, _ = _clauses(table, _Page(resource_id, marker, order, inside=False), simple, counts)
         forms["mysql"] = sa.and_(*outside)
-    if _per_row(simple[0], simple[1], counts, alone=not (simple[0] or simple[2] or simple[3])):
+    if _query_per_row(simple, counts):
         # PostgreSQL: few candidates beside large sets (PER_ROW_CANDIDATES_MAX).
         forms["postgresql"] = sa.and_(*_clauses(table, page.each_row(), simple, _Counts(None, None))[0])
     return _DialectVariant(condition, **forms) if forms else condition
+
+
+def _query_per_row(simple: tuple, counts: _Counts) -> bool:
+    """:func:`_per_row` for the simplified query *simple*, alone when it has nothing but a ``tags-any``."""
+    all_of, any_of, none_of, not_all_of = simple
+    return _per_row(all_of, any_of, counts, alone=not (all_of or none_of or not_all_of))
 
 
 def _per_row(all_of: frozenset, any_of: frozenset, counts: _Counts, *, alone: bool) -> bool:

@@ -70,7 +70,7 @@ from tenancy_mw.tags.sql import (
     _form_settled,
     _later_page_counts,
     _more_than,
-    _per_row,
+    _query_per_row,
     _shared_order,
     check_page,
     count_tags,
@@ -385,7 +385,7 @@ class TagStore:
         if candidates <= PER_ROW_CANDIDATES_MAX:
             return self._few_candidates_counts(simple, statistics, candidates, (marker, resource_id), connection)
         counts = self._estimated_counts(all_of, any_of, statistics, connection)
-        if counts and marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
+        if counts and marker is not None and self._ranged(resource_id):
             if not _form_settled(all_of, any_of, counts, candidates, bool(not_all_of)):
                 after = self._after_marker(counts, marker, connection)
                 counts = dict(_later_page_counts(all_of, any_of, counts, after, candidates, bool(not_all_of)))
@@ -548,19 +548,22 @@ class TagStore:
         ``PROBED_BESIDE_NOT_ANY_MAX`` rows, the semi-join (``None``) beyond;
         never counts that give the per-row form.
         """
-        all_of, any_of, none_of, not_all_of = simple
-        alone = not (all_of or none_of or not_all_of)
+        all_of, any_of, _, not_all_of = simple
         marker, resource_id = page
         common = {tag: statistics.common.get(tag, 0) for tag in all_of | any_of}
-        if _per_row(all_of, any_of, _Counts(common, candidates), alone=alone):
-            if marker is not None and _shared_order(resource_id.type, self.tags.c.resource_id.type):
+        if _query_per_row(simple, _Counts(common, candidates)):
+            if marker is not None and self._ranged(resource_id):
                 common = self._after_marker(common, marker, connection)
-            if _per_row(all_of, any_of, _Counts(common, candidates), alone=alone):
+            if _query_per_row(simple, _Counts(common, candidates)):
                 return common
         if all_of or not not_all_of:
             return None
         cautious = self._estimated_counts(all_of, any_of, statistics, connection)
         return None if _more_than(cautious, any_of, PROBED_BESIDE_NOT_ANY_MAX) else common
+
+    def _ranged(self, resource_id: sa.ColumnElement) -> bool:
+        """Whether a marker's range goes inside the tag subqueries: *resource_id* sorts as the tag table's ids."""
+        return _shared_order(resource_id.type, self.tags.c.resource_id.type) is not None
 
     def _after_marker(self, counts: dict[str, int], marker: str, connection: sa.Connection | None) -> dict[str, int]:
         """*counts* scaled to the tag rows after *marker*, the share PostgreSQL's planner estimates (*counts* if none).
