@@ -140,6 +140,15 @@ SWEEP_NOT_ANY_PAGES = [("<", "01", "~4,000"), ("<", "1", "~62,000"), ("<", "4", 
 #: sizes, all of :data:`~tenancy_mw.tags.sql.GROUPED_MIN_CANDIDATES` or more,
 #: and on later pages.
 SWEEP_RARE_REQUIRED = [100, 50, 40, 30, 20]
+#: ``--sweep``: the required tags (ranks) beside :data:`SWEEP_NOT_ANY` and
+#: the sets of :data:`SWEEP_ANY` at :data:`SWEEP_REQUIRED_NOT_ANY_SETS`, on
+#: pages of middling candidates, between
+#: :data:`tenancy_mw.tags.sql.PER_ROW_CANDIDATES_MAX` and
+#: :data:`tenancy_mw.tags.sql.GROUPED_MIN_CANDIDATES`
+#: (:data:`tenancy_mw.tags.sql.DRIVEN_BESIDE_NOT_ANY_FACTOR`).
+SWEEP_REQUIRED_NOT_ANY = [4, 20, 100]
+SWEEP_REQUIRED_NOT_ANY_SETS = [0, 2, 5, 6, 8]
+SWEEP_REQUIRED_NOT_ANY_PAGES = [("<", "06", "~23,000"), ("<", "1", "~62,000"), ("<", "18", "~94,000")]
 SWEEP_RARE_REQUIRED_SETS = 3
 SWEEP_RARE_REQUIRED_PAGES = [
     ("<", "2", "~125,000"),
@@ -555,9 +564,10 @@ def form_name(sql_text: str) -> str:
     """The form of ``tags-any`` a statement holds: per-row, driven, grouped, semi (``EXISTS ... tag IN``) or per-tag.
 
     (A ``not-tags-any`` of three tags or more, a count over ``tag IN``,
-    would read as semi; the sweep's has two.)
+    would read as semi; the sweep's has two.  Per-row: every ``EXISTS``
+    with ``OFFSET 0``; over few candidates a ``not-tags-any``'s alone have it.)
     """
-    if "OFFSET 0" in sql_text:
+    if 0 < sql_text.count("EXISTS (") == sql_text.count("OFFSET 0"):
         return "per-row"
     if "GROUP BY" in sql_text:
         inner = sql_text[sql_text.index("IN (SELECT") : sql_text.index("GROUP BY")]
@@ -577,15 +587,16 @@ def sweep(repeats: int, log) -> list[str]:
     and of what the store picks, in four parts: sizes over the whole
     collection (beside required tags of several frequencies), sizes beside
     a ``not-tags-any`` on pages of several sizes, large sets beside rare
-    required tags on pages of many candidates, then the table's queries
-    on filtered and later pages.
+    required tags on pages of many candidates, sizes beside a required tag
+    and a ``not-tags-any`` on pages of middling candidates, then the
+    table's queries on filtered and later pages.
     """
     engine = engine_for("postgresql")
     try:
         with engine.connect() as conn:
             candidates = conn.execute(sa.select(sa.func.count()).select_from(RESOURCES)).scalar_one()
             sweeper = _Sweeper(engine, conn, candidates, repeats, log)
-            parts = (sweeper.sizes, sweeper.not_any, sweeper.rare_required, sweeper.pages)
+            parts = (sweeper.sizes, sweeper.not_any, sweeper.rare_required, sweeper.required_not_any, sweeper.pages)
             return [line for part in parts for line in [*part(), ""]][:-1]
     finally:
         engine.dispose()
@@ -593,7 +604,7 @@ def sweep(repeats: int, log) -> list[str]:
 
 @dataclass
 class _Sweeper:
-    """The four parts of :func:`sweep`, each a list of lines (logged as they come)."""
+    """The five parts of :func:`sweep`, each a list of lines (logged as they come)."""
 
     engine: sa.Engine
     conn: sa.Connection
@@ -667,6 +678,18 @@ class _Sweeper:
         title = "beside a rare required tag: id < bound leaves about this many candidates"
         return self._beside(title, "required", SWEEP_RARE_REQUIRED_PAGES, queries)
 
+    def required_not_any(self) -> list[str]:
+        """Sets of :data:`SWEEP_ANY` beside each tag of :data:`SWEEP_REQUIRED_NOT_ANY` and :data:`SWEEP_NOT_ANY`."""
+        queries = [
+            "tags=%s&tags-any=%s,%s&%s" % (tag_name(required), tag_name(a), tag_name(b), SWEEP_NOT_ANY)
+            for required in SWEEP_REQUIRED_NOT_ANY
+            for a, b in (SWEEP_ANY[index] for index in SWEEP_REQUIRED_NOT_ANY_SETS)
+        ]
+        title = "beside a required tag and a not-tags-any: %s; id < bound leaves about this many candidates" % (
+            SWEEP_NOT_ANY
+        )
+        return self._beside(title, "required", SWEEP_REQUIRED_NOT_ANY_PAGES, queries)
+
     def _beside(self, title: str, counted: str, page_kinds: list, queries: list[str]) -> list[str]:
         """*queries* on each page of *page_kinds*, beside the planner's count of their *counted* tags.
 
@@ -703,7 +726,7 @@ class _Sweeper:
         """Each query of the table with a ``tags-any``, on each page of :data:`SWEEP_PAGES`."""
         lines = [
             "filtered pages: id < bound leaves about this many candidates; marker m: id > m",
-            "%10s %-15s %5s %9s %9s %9s %9s" % ("page", "query", "rows", *FORMS),
+            "%10s %-15s %5s %9s %9s %9s %9s  %s" % ("page", "query", "rows", *FORMS, "picked"),
         ]
         for operator, bound, label in SWEEP_PAGES:
             for name, query_string, _what in QUERIES:
@@ -712,8 +735,11 @@ class _Sweeper:
                     continue
                 pages = _sweep_pages(self.engine, self.conn, query, self.candidates, operator, bound)
                 medians, rows = self._timed(pages, "%s (%s)" % (name, label))
+                picked = form_name(str(pages["ours"].compile(self.engine)))
                 lines.append(
-                    self._line("%10s %-15s %5d %6.1f ms %6.1f ms %6.1f ms %6.1f ms" % (label, name, rows, *medians))
+                    self._line(
+                        "%10s %-15s %5d %6.1f ms %6.1f ms %6.1f ms %6.1f ms  %s" % (label, name, rows, *medians, picked)
+                    )
                 )
         return lines
 

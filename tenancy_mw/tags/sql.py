@@ -32,7 +32,10 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
 - each required tag: its own ``EXISTS``; each excluded tag its own ``NOT
   EXISTS``;
 - ``not_all_of``: ``(SELECT count(*) ... tag IN (...)) < n`` on PostgreSQL
-  from three tags, else an ``OR`` of ``NOT EXISTS``;
+  from three tags, else an ``OR`` of ``NOT EXISTS`` (on PostgreSQL over
+  fewer than :data:`GROUPED_MIN_CANDIDATES` known *candidates* beside a
+  ``tags-any``, each with ``OFFSET 0``: probed per row, never a tag's rows
+  hashed whole);
 - ``any_of``: one ``EXISTS (... tag IN (...))`` by default; on MySQL/MariaDB
   one ``EXISTS`` per tag beside an excluded tag, beside a required tag
   without *counts*, and where *counts* put it on more than
@@ -48,7 +51,12 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   candidates, one ``EXISTS`` per tag for a middling set alone that they
   outnumber, for a set beside a ``not-tags-any`` on at most
   :data:`PROBED_BESIDE_NOT_ANY_MAX` rows, or beside a required tag rarer
-  than the set and than them;
+  than the set and than them; beside a ``not-tags-any`` and a required tag
+  over more than :data:`PER_ROW_CANDIDATES_MAX` (not on a page whose
+  marker's range goes inside the subqueries), driven where that tag is
+  on a middling number of rows, the set on at most :data:`GROUPED_ANY_MAX`
+  and the two on at most :data:`DRIVEN_BESIDE_NOT_ANY_FACTOR` times the
+  candidates, else one ``EXISTS`` per tag;
 - the whole query, on PostgreSQL given *counts* and at most
   :data:`PER_ROW_CANDIDATES_MAX` candidates, where the ``tags-any`` is on
   at least :data:`PER_ROW_ANY_FACTOR` times the candidates' rows
@@ -93,6 +101,7 @@ __all__ = [
     "GROUPED_ANY_REQUIRED_MAX",
     "GROUPED_ANY_SMALL",
     "GROUPED_MIN_CANDIDATES",
+    "DRIVEN_BESIDE_NOT_ANY_FACTOR",
     "DRIVEN_BESIDE_RARE_MAX_SHARE",
     "DRIVEN_MAX_SHARE",
     "DRIVEN_REQUIRED_MAX",
@@ -138,17 +147,21 @@ GROUPED_ANY_SMALL = 25_000
 GROUPED_ANY_BESIDE = 45_000
 #: See :data:`GROUPED_ANY_MAX`.
 GROUPED_ANY_REQUIRED_MAX = 200_000
-#: On PostgreSQL, given counts, ``tags-any`` beside a required tag on at most
+#: On PostgreSQL, given counts and :data:`GROUPED_MIN_CANDIDATES` candidates
+#: or more, ``tags-any`` beside a required tag on at most
 #: this many rows is one subquery of the tag table with the required tags
 #: (``id IN (SELECT ... GROUP BY ...)``): the database finds the matching ids inside
 #: the tag table's indexes, from whichever of its sets is smaller, before it
 #: reads a row of the caller's table (``tags=tag0100&tags-any=tag0030,tag0040``:
-#: 10 ms against 47 ms for one ``EXISTS`` per tag).
+#: 10 ms against 47 ms for one ``EXISTS`` per tag).  Over fewer candidates,
+#: beside a ``not-tags-any``: :data:`DRIVEN_BESIDE_NOT_ANY_FACTOR`.
 DRIVEN_REQUIRED_MAX = 75_000
 #: On PostgreSQL the driven form reads its tags' rows whole whatever the
 #: page, and the other forms a share of them in proportion to the
-#: candidates; so it is taken only when the rarest required tag's rows and
-#: the ``tags-any`` set's together are at most this share of the candidates
+#: candidates; so over :data:`GROUPED_MIN_CANDIDATES` or more it is taken
+#: only when the rarest required tag's rows and the ``tags-any`` set's
+#: together are at most this share of the candidates (over fewer, beside a
+#: ``not-tags-any``: :data:`DRIVEN_BESIDE_NOT_ANY_FACTOR`)
 #: (``bench/tags.py --sweep`` on an earlier machine:
 #: ``tags=tag0100&tags-any=tag0008,tag0012``, 150,000 rows, over ~250,000
 #: candidates driven 89 ms against 29 ms for the semi-join, over a million
@@ -168,6 +181,39 @@ DRIVEN_MAX_SHARE = 0.2
 #: of 12 rows at 0.30 to 0.48 of the candidates in one, in 10 of 15 in the
 #: next: ``bench/README.rst``).
 DRIVEN_BESIDE_RARE_MAX_SHARE = 0.25
+#: On PostgreSQL, given counts and more than :data:`PER_ROW_CANDIDATES_MAX`
+#: candidates but fewer than :data:`GROUPED_MIN_CANDIDATES`, ``tags-any``
+#: beside a ``not-tags-any`` and a required tag on more than
+#: :data:`PROBED_REQUIRED_MAX` rows and at most
+#: :data:`GROUPED_ANY_REQUIRED_MAX`, with a set on at most
+#: :data:`GROUPED_ANY_MAX`, is driven when that tag's rows and the set's are
+#: at most this many times the candidates, and otherwise (beside any
+#: required tag) one ``EXISTS`` per tag, never the semi-join (but after a
+#: marker whose range goes inside the tag subqueries, where the semi-join
+#: reads only the set's rows after it: the rules before stand): PostgreSQL
+#: checks the ``not-tags-any`` on every candidate before a semi-join's set
+#: narrows them, where the driven form finds the few ids from the tag table
+#: first and one ``EXISTS`` per tag checks the hashed tags first.  Timed
+#: beside ``not-tags-any=tag0001,tag0003`` and ``tag0001,tag0006`` over
+#: ~23,000, ~62,000 and ~94,000 candidates (``bench/tags.py``'s data, 5 runs
+#: each, 27 November 2026, on a machine about half as fast as the one of
+#: the times above, the ``not-tags-any`` probed per row in the forms the
+#: store picks): driven up to 2.3 times the candidates, within 10 % of the
+#: straightforward SQL (one ``EXISTS`` per tag) or faster
+#: (``tags=tag0020&tags-any=tag0100,tag0200`` over ~62,000, 0.8 times: 33
+#: ms against 83 for the straightforward SQL and 35 for the semi-join);
+#: from 2.8 to 3.0 times either may win by far
+#: (``tags=tag0004&tags-any=tag0010,tag0030`` over ~94,000, 2.9 times:
+#: driven 134 against 209; ``tags=tag0004&tags-any=tag0100,tag0200`` over
+#: ~62,000, 3.0 times: 71 against 40).  Of the 75 pages, the semi-join was
+#: faster than both in one, by 4 % (a set of 188,000 rows beside
+#: ``tag0004`` over ~23,000), and up to 29 times slower (tags outside the
+#: common ones beside ``tag0100``; the same SQL in 3, where the
+#: ``tags-any`` holds the required tag).  Beside a ``not-tags`` without a
+#: ``not-tags-any`` (an anti-join, which PostgreSQL runs after the others)
+#: the driven form was slower than the form taken in 33 of 40 such pages,
+#: and nothing changes there.
+DRIVEN_BESIDE_NOT_ANY_FACTOR = 2.5
 #: On PostgreSQL, given counts, ``tags-any`` alone on more than
 #: :data:`GROUPED_ANY_SMALL` rows and at most this many is one ``EXISTS`` per
 #: tag under an ``OR``: PostgreSQL hashes each tag's ids once and scans the
@@ -354,9 +400,9 @@ def tag_condition(
         administrator's list of every tenant's resources) passes the table's
         row count or an estimate of it; a tenant's own list passes nothing.
         ``None``: PostgreSQL's SQL does not depend on *counts*; below
-        :data:`GROUPED_MIN_CANDIDATES`, only that of a middling ``tags-any``
-        without required tags (any beside a ``not-tags-any``), of one beside
-        required tags and, up to :data:`PER_ROW_CANDIDATES_MAX`, of any does.
+        :data:`GROUPED_MIN_CANDIDATES` only some forms do (the module doc),
+        and a ``not-tags-any`` of two tags beside a ``tags-any`` is probed
+        per row whatever the counts.
     :param marker: the page starts after this resource id (OpenStack's
         ``?marker=``, the last id of the previous page; the page is ordered
         by *resource_id*, ascending).  The condition then holds only for ids
@@ -470,7 +516,8 @@ def _clauses(table: sa.Table, page: _Page, simple: tuple, counts: _Counts) -> tu
         clauses += [_has_tag(table, page, tag) for tag in sorted(all_of)]
     clauses += [sa.not_(_has_tag(table, page, tag)) for tag in sorted(none_of)]
     if not_all_of:
-        clauses.append(_lacks_one_condition(table, page, not_all_of))
+        probed = bool(any_of) and _below_grouped_min(counts.candidates)
+        clauses.append(_lacks_one_condition(table, page, not_all_of, each_row=probed))
     if page.marker is not None:
         # Last: where the rest is one EXISTS per tag, the statement is then
         # the one a caller writes by hand (the same plan, as bench/tags.py shows).
@@ -518,7 +565,11 @@ class _Page(NamedTuple):
         return self._replace(inside=False)
 
     def each_row(self) -> _Page:
-        """This page for the per-row form: every subquery a probe per row, the marker not inside them."""
+        """This page for subqueries probed per row (``OFFSET 0``), the marker not inside them.
+
+        The per-row form's, and a ``not-tags-any``'s beside a ``tags-any``
+        over fewer than :data:`GROUPED_MIN_CANDIDATES` candidates.
+        """
         return self._replace(inside=False, per_row=True)
 
     def exists(self, alias: sa.FromClause, *conditions: sa.ColumnElement) -> sa.Exists:
@@ -667,7 +718,7 @@ def _postgresql_form(
     tags, candidates = counts
     if tags is None or candidates is None:
         return semi_join, False
-    form = _postgresql_form_name(all_of, any_of, tags, candidates, beside_not_any)
+    form = _postgresql_form_name(all_of, any_of, tags, candidates, beside_not_any, ranged=page.ranged)
     if form == "driven":
         return _in_positive_set(table, page, all_of, any_of), True
     if form == "grouped":
@@ -677,14 +728,22 @@ def _postgresql_form(
 
 
 def _postgresql_form_name(
-    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, beside_not_any: bool
+    all_of: frozenset,
+    any_of: frozenset,
+    counts: Mapping[str, int],
+    candidates: int,
+    beside_not_any: bool,
+    *,
+    ranged: bool = False,
 ) -> str:
     """PostgreSQL's form of ``tags-any`` by *counts* over *candidates*: driven, grouped, per-tag or semi-join.
 
     *all_of* and *any_of*: the required and ``tags-any`` tags of the
-    simplified query; *beside_not_any*: it has a ``not-tags-any``.  The
-    rules are the module doc's; :func:`tag_condition` builds the SQL of the
-    form named here.
+    simplified query; *beside_not_any*: it has a ``not-tags-any``;
+    *ranged*: the page's marker goes inside the tag subqueries (the
+    semi-join then reads only the set's rows after it).  The rules are the
+    module doc's; :func:`tag_condition` builds the SQL of the form named
+    here.
 
     Example::
 
@@ -702,6 +761,14 @@ def _postgresql_form_name(
             return "per-tag"
         if all_of and _rarest(counts, all_of) <= PROBED_REQUIRED_MAX:
             return "per-tag"
+    elif beside_not_any and all_of and _middling(candidates) and not ranged:
+        # After a marker inside its subqueries the semi-join reads only the
+        # set's rows after it (bench/tags.py after marker f, ~62,000
+        # candidates: combined 30 ms against 157 for one EXISTS per tag,
+        # combined rare 5.3 against 81 driven).  Not timed: a filtered
+        # list's later page with an early marker, whose semi-join reads
+        # nearly the whole set.
+        return "driven" if _driven_beside_not_any(all_of, any_of, counts, candidates) else "per-tag"
     elif _probed_over_few(all_of, any_of, counts, candidates, beside_not_any):
         return "per-tag"
     return "semi-join"
@@ -719,6 +786,29 @@ def _driven(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], can
     rows = rarest + _rows(counts, any_of)
     share = DRIVEN_BESIDE_RARE_MAX_SHARE if rarest <= PROBED_REQUIRED_MAX else DRIVEN_MAX_SHARE
     return rarest <= DRIVEN_REQUIRED_MAX and rows <= share * candidates
+
+
+def _driven_beside_not_any(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
+    """Whether the driven form beats one ``EXISTS`` per tag beside a ``not-tags-any`` over :func:`_middling` candidates.
+
+    The rarest required tag (*all_of*) on more than
+    :data:`PROBED_REQUIRED_MAX` rows (from a rarer one, one ``EXISTS`` per
+    tag drives) and at most :data:`GROUPED_ANY_REQUIRED_MAX`; the
+    ``tags-any`` set on at most :data:`GROUPED_ANY_MAX`; the two together
+    on at most :data:`DRIVEN_BESIDE_NOT_ANY_FACTOR` times the candidates.
+
+    Example::
+
+        >>> _driven_beside_not_any(frozenset("r"), frozenset("ab"), {"r": 186_000, "a": 20_000, "b": 10_000}, 94_000)
+        True
+        >>> _driven_beside_not_any(frozenset("r"), frozenset("ab"), {"r": 7_000, "a": 20_000, "b": 10_000}, 94_000)
+        False
+    """
+    rarest = _rarest(counts, all_of)
+    rows = _rows(counts, any_of)
+    if not PROBED_REQUIRED_MAX < rarest <= GROUPED_ANY_REQUIRED_MAX or rows > GROUPED_ANY_MAX:
+        return False
+    return rarest + rows <= DRIVEN_BESIDE_NOT_ANY_FACTOR * candidates
 
 
 def _per_tag_most(beside_not_any: bool) -> int:
@@ -771,7 +861,9 @@ def _form_settled(
     :data:`GROUPED_MIN_CANDIDATES` or more, driven (:func:`_driven`: fewer
     rows keep both of its bounds) and grouped without a required tag; over
     fewer, one ``EXISTS`` per tag beside a required tag and the semi-join
-    beside one on at least the set's rows (:func:`_probed_over_few`);
+    beside one on at least the set's rows (:func:`_probed_over_few`; the
+    rule beside a ``not-tags-any`` over middling candidates,
+    :func:`_driven_beside_not_any`, is not for such a page);
     without one, beside a ``not-tags-any`` (*beside_not_any*: whatever the
     share, the whole table's counts choose between one ``EXISTS`` per tag
     and the semi-join) and wherever the whole table's give the semi-join.
@@ -796,7 +888,8 @@ def _form_settled(
         # tag on at least the set's rows keeps the semi-join.
         probed = _probed_over_few(all_of, any_of, counts, candidates, beside_not_any)
         return probed or _rarest(counts, all_of) >= _rows(counts, any_of)
-    return beside_not_any or _postgresql_form_name(all_of, any_of, counts, candidates, beside_not_any) != "per-tag"
+    form = _postgresql_form_name(all_of, any_of, counts, candidates, beside_not_any, ranged=True)
+    return beside_not_any or form != "per-tag"
 
 
 def _later_page_counts(
@@ -816,7 +909,7 @@ def _later_page_counts(
     marker ``f``: 350,000 rows, 26,000 after it, 130 ms per tag against 32
     ms for the semi-join in ``bench/README.rst``'s table).
     """
-    if all_of or _postgresql_form_name(all_of, any_of, after, candidates, beside_not_any) != "per-tag":
+    if all_of or _postgresql_form_name(all_of, any_of, after, candidates, beside_not_any, ranged=True) != "per-tag":
         return after
     return whole
 
@@ -836,13 +929,41 @@ def _rarest(counts: Mapping[str, int], tags: Iterable[str]) -> int:
     return min(_count_of(counts, tag) for tag in tags)
 
 
-def _lacks_one_condition(table: sa.Table, page: _Page, not_all_of: frozenset) -> sa.ColumnElement:
-    """``not-tags-any`` (guideline): one ``NOT EXISTS`` per tag, a count below *n* on PostgreSQL from three tags."""
-    page = page.probed()
-    lacks_one: sa.ColumnElement = sa.or_(*[sa.not_(_has_tag(table, page, tag)) for tag in sorted(not_all_of)])
+def _lacks_one_condition(table: sa.Table, page: _Page, not_all_of: frozenset, *, each_row: bool) -> sa.ColumnElement:
+    """``not-tags-any`` (guideline): one ``NOT EXISTS`` per tag, a count below *n* on PostgreSQL from three tags.
+
+    *each_row*: beside a ``tags-any`` over fewer known candidates than
+    :data:`GROUPED_MIN_CANDIDATES` (:func:`_below_grouped_min`: the
+    planner's estimate, which :meth:`~tenancy_mw.tags.store.TagStore.apply`
+    asks only for a ``tags-any``), PostgreSQL's ``NOT
+    EXISTS`` of two tags are probes per row (``OFFSET 0``), never a hash of
+    a tag's rows read whole: it checks them only on the rows the rest of
+    the query lets through, but may cost the hash for the tag's every row
+    (``tags=tag0004&tags-any=tag0100,tag0200&not-tags-any=tag0001,tag0006``
+    over ~23,000 candidates, ``bench/tags.py``'s data: 116 ms hashing
+    ``tag0006``'s 112,000 rows for 98 probes, 24 ms probed).
+    """
+    lacks_one = _lacks_one(table, page.probed(), not_all_of)
     if len(not_all_of) > 2:
-        return _DialectVariant(_count(table, page, not_all_of) < len(not_all_of), mysql=lacks_one)
+        return _DialectVariant(_count(table, page.probed(), not_all_of) < len(not_all_of), mysql=lacks_one)
+    if each_row:
+        return _DialectVariant(lacks_one, postgresql=_lacks_one(table, page.each_row(), not_all_of))
     return lacks_one
+
+
+def _lacks_one(table: sa.Table, page: _Page, not_all_of: frozenset) -> sa.ColumnElement:
+    """An ``OR`` of one ``NOT EXISTS`` per tag of *not_all_of*."""
+    return sa.or_(*[sa.not_(_has_tag(table, page, tag)) for tag in sorted(not_all_of)])
+
+
+def _below_grouped_min(candidates: int | None) -> bool:
+    """Whether the caller's query leaves a known number of candidates under :data:`GROUPED_MIN_CANDIDATES`."""
+    return candidates is not None and candidates < GROUPED_MIN_CANDIDATES
+
+
+def _middling(candidates: int) -> bool:
+    """Over more candidates than :data:`PER_ROW_CANDIDATES_MAX` and fewer than :data:`GROUPED_MIN_CANDIDATES`."""
+    return PER_ROW_CANDIDATES_MAX < candidates < GROUPED_MIN_CANDIDATES
 
 
 def _has_tag(table: sa.Table, page: _Page, tag: str) -> sa.Exists:

@@ -61,6 +61,7 @@ from tenancy_mw.tags.sql import (
     PER_ROW_CANDIDATES_MAX,
     PROBED_BESIDE_NOT_ANY_MAX,
     PROBED_REQUIRED_MAX,
+    TAG_COUNT_CAP,
     TAG_LOCKS,
     TAGS,
     TagStatistics,
@@ -319,7 +320,8 @@ class TagStore:
         candidates the ids are then found from it, the driven form, where the rows it reads are few
         beside them; elsewhere one ``EXISTS`` per tag, the straightforward SQL; where that bound
         is over :data:`~tenancy_mw.tags.sql.PROBED_REQUIRED_MAX` rows, such a tag is counted, up
-        to :data:`~tenancy_mw.tags.sql.DRIVEN_REQUIRED_MAX` + 1 index entries), and none counts
+        to :data:`~tenancy_mw.tags.sql.DRIVEN_REQUIRED_MAX` + 1 index entries, and at that cap
+        taken as common), and none counts
         at all when more than :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
         PostgreSQL gathered them.  After a *marker* (where its range goes inside the tag subqueries)
         they are scaled to the share of the tag rows after it, as the planner estimates it (two
@@ -370,12 +372,11 @@ class TagStore:
         all_of, any_of, _, not_all_of = simple
         if len(any_of) < 2:
             return None
-        beside_not_any_alone = bool(not_all_of) and not all_of
         # Over a tenant-sized page (up to GROUPED_ANY_SMALL) the counts serve
-        # only for the per-row form (PER_ROW_CANDIDATES_MAX) and for a
-        # tags-any without required tags beside a not-tags-any
-        # (PROBED_BESIDE_NOT_ANY_MAX): nothing is read for anything else.
-        if PER_ROW_CANDIDATES_MAX < candidates <= GROUPED_ANY_SMALL and not beside_not_any_alone:
+        # only for the per-row form (PER_ROW_CANDIDATES_MAX) and beside a
+        # not-tags-any (PROBED_BESIDE_NOT_ANY_MAX, DRIVEN_BESIDE_NOT_ANY_FACTOR):
+        # nothing is read for anything else.
+        if PER_ROW_CANDIDATES_MAX < candidates <= GROUPED_ANY_SMALL and not not_all_of:
             return None
         statistics = self.tag_statistics(connection)
         # Too many rows changed since PostgreSQL's last ANALYZE: a tag made
@@ -606,16 +607,21 @@ class TagStore:
         Only where the bound the statistics give them (*ceiling*) is over
         :data:`~tenancy_mw.tags.sql.PROBED_REQUIRED_MAX`: "rare" may then be
         common enough that the driven form's share for a rare tag reads
-        too many rows.  A bounded read of the tag index; if it fails
-        (logged), *ceiling* for each.
+        too many rows.  A bounded read of the tag index; a tag at the cap
+        counts as common (:data:`~tenancy_mw.tags.sql.TAG_COUNT_CAP`, as a
+        tag left out); if the read fails (logged), *ceiling* for each.
         """
         if not tags:
             return {}
+        cap = DRIVEN_REQUIRED_MAX + 1
         try:
-            return self._read_on(connection, lambda conn: count_tags(conn, tags, self.tags, DRIVEN_REQUIRED_MAX + 1))
+            counted = self._read_on(connection, lambda conn: count_tags(conn, tags, self.tags, cap))
         except sa.exc.SQLAlchemyError as exc:
             LOG.warning("Could not count the required tags of a tag query: %s", sql.error_summary(exc))
             return dict.fromkeys(tags, ceiling)
+        # A count at the cap is "at least": common, as an uncounted tag, for
+        # the rules that read past it (GROUPED_ANY_REQUIRED_MAX).
+        return {tag: TAG_COUNT_CAP if count >= cap else count for tag, count in counted.items()}
 
     def tag_statistics(self, connection: sa.Connection | None = None) -> TagStatistics | None:
         """PostgreSQL's estimate of how many resources carry each tag, reused for ``statistics_ttl`` seconds.

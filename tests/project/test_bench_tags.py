@@ -91,7 +91,8 @@ def test_small_run_on_both_servers_reports_every_query():
         assert "JIT in the bench's sessions: off" in proc.stdout.splitlines()[0]
         sizes, rest = proc.stdout.split("beside a not-tags-any")
         not_any, rest = rest.split("beside a rare required tag")
-        rare_required, _ = rest.split("filtered pages")
+        rare_required, rest = rest.split("beside a required tag and a not-tags-any")
+        required_not_any, _ = rest.split("filtered pages")
         sweep_rows = [line.split() for line in sizes.splitlines() if "tags-any=" in line]
         expected = sum(1 for r in bench_tags.SWEEP_REQUIRED for pair in bench_tags.SWEEP_ANY if r not in pair)
         assert len(sweep_rows) == expected, proc.stdout
@@ -119,10 +120,19 @@ def test_small_run_on_both_servers_reports_every_query():
         for _, _, label in bench_tags.SWEEP_RARE_REQUIRED_PAGES:
             assert sum(row.startswith(label + " ") for row in required_rows) == per_page, proc.stdout
         assert len(required_rows) == per_page * len(bench_tags.SWEEP_RARE_REQUIRED_PAGES), proc.stdout
-        # Then both forms on pages whose own condition leaves fewer candidates.
+        # Beside a required tag and a not-tags-any, each set on each page of
+        # middling candidates.
+        both = [line.split() for line in required_not_any.splitlines() if "&not-tags-any=" in line]
+        per_page = len(bench_tags.SWEEP_REQUIRED_NOT_ANY) * len(bench_tags.SWEEP_REQUIRED_NOT_ANY_SETS)
+        for _, _, label in bench_tags.SWEEP_REQUIRED_NOT_ANY_PAGES:
+            assert sum(fields[0] == label for fields in both) == per_page, proc.stdout
+        assert len(both) == per_page * len(bench_tags.SWEEP_REQUIRED_NOT_ANY_PAGES), proc.stdout
+        # Then the forms on pages whose own condition leaves fewer
+        # candidates, each row naming the form the store picked.
         filtered = proc.stdout.split("filtered pages")[1].splitlines()[2:]
         any_queries = [q for _, q, _ in bench_tags.QUERIES if len(parse_tag_query(q).simplified()[1]) >= 2]
         assert len(filtered) == len(bench_tags.SWEEP_PAGES) * len(any_queries), proc.stdout
+        assert all(line.split()[-1] in {"per-row", "driven", "grouped", "semi", "per-tag"} for line in filtered)
     finally:
         with engines["postgresql"].connect() as conn:
             conn.execute(sa.text("DROP DATABASE IF EXISTS %s WITH (FORCE)" % name))

@@ -16,6 +16,7 @@ from tenancy_mw.tags import model
 from tenancy_mw.tags import sql as tags_sql
 from tenancy_mw.tags.model import TagQuery, parse_tag_query
 from tenancy_mw.tags.sql import (
+    DRIVEN_BESIDE_NOT_ANY_FACTOR,
     DRIVEN_BESIDE_RARE_MAX_SHARE,
     DRIVEN_MAX_SHARE,
     DRIVEN_REQUIRED_MAX,
@@ -90,6 +91,12 @@ ALL_RARE = dict.fromkeys(POOL, 0)
 # Counts that make every tag common, over one candidate: on PostgreSQL the
 # per-row form (PER_ROW_CANDIDATES_MAX).
 ALL_COMMON = dict.fromkeys(POOL, TAG_COUNT_CAP)
+# Counts of middling tags over a filtered page of 62,000 candidates: on
+# PostgreSQL a not-tags-any probed per row and, beside it, a required tag
+# and a tags-any of up to three tags, the driven form without a marker
+# (DRIVEN_BESIDE_NOT_ANY_FACTOR) and one EXISTS per tag after one.
+MIDDLING = dict.fromkeys(POOL, 30_000)
+MIDDLING_CANDIDATES = 62_000
 
 
 tag_sets = st.frozensets(st.sampled_from(POOL), max_size=5)
@@ -115,6 +122,8 @@ def test_sql_returns_exactly_what_matches_accepts(tag_engine, resources, query_l
         assert sql_result(tag_engine, query) == expected, query
         assert sql_result(tag_engine, query, counts=ALL_RARE) == expected, query
         assert sql_result(tag_engine, query, counts=ALL_COMMON, candidates=1) == expected, query
+        middling = sql_result(tag_engine, query, counts=MIDDLING, candidates=MIDDLING_CANDIDATES)
+        assert middling == expected, query
         with tag_engine.connect() as conn:
             counted = count_tags(conn, query.tags_to_count(), TABLES.tags)
         assert sql_result(tag_engine, query, counts=counted) == expected, (query, counted)
@@ -136,6 +145,10 @@ def test_a_page_after_a_marker_is_the_next_rows_that_match(tag_engine, resources
     assert sql_result(tag_engine, query, limit=limit, marker=marker, counts=ALL_RARE) == expected, (query, marker)
     per_row = sql_result(tag_engine, query, limit=limit, marker=marker, counts=ALL_COMMON, candidates=1)
     assert per_row == expected, (query, marker)
+    middling = sql_result(
+        tag_engine, query, limit=limit, marker=marker, counts=MIDDLING, candidates=MIDDLING_CANDIDATES
+    )
+    assert middling == expected, (query, marker)
 
 
 def test_walking_every_page_finds_every_match_once(tag_engine):
@@ -342,26 +355,28 @@ def test_count_tags_counts_exactly_up_to_the_cap_in_one_statement(tag_engine):
         count_tags(None, ["a"], TABLES.tags, cap=0)
 
 
-def _pg_sql(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> str:
+def _pg_sql(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None) -> str:
     from sqlalchemy.dialects import postgresql
 
     query = parse_tag_query(query_string)
-    return str(query.where(RESOURCES.c.id, TABLES.tags, counts, candidates).compile(dialect=postgresql.dialect()))
+    condition = query.where(RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker)
+    return str(condition.compile(dialect=postgresql.dialect()))
 
 
 def _grouped(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> bool:
     return _pg_form(query_string, counts, candidates) == "grouped"
 
 
-def _pg_form(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> str:
+def _pg_form(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None) -> str:
     """PostgreSQL's form of the query's positive part: driven, grouped, per-tag or semi-join.
 
     The semi-join is the one ``tag IN (...)`` outside a ``GROUP BY`` (so
     a ``not-tags-any`` here has two tags: from three it is a count with
     one of its own).
     """
-    text = _pg_sql(query_string, counts, candidates)
-    if "OFFSET 0" in text:
+    text = _pg_sql(query_string, counts, candidates, marker)
+    # Per row: every EXISTS probed (over few candidates a not-tags-any's alone may be).
+    if 0 < text.count("EXISTS") == text.count("OFFSET 0"):
         return "per-row"
     if "GROUP BY" in text:
         inner = text[text.index("IN (SELECT") : text.index("GROUP BY")]
@@ -524,12 +539,105 @@ def test_beside_a_not_tags_any_a_set_of_up_to_100k_rows_is_hashed_per_tag_unless
     assert _pg_form(query, at_most, 10**6) == "per-tag"
     assert _pg_form(query, over, 10**6) == "semi-join"
     assert _pg_form("tags-any=x,y", at_most, 10**6) == "semi-join"
-    # Beside a required tag per row over few candidates, else as before;
+    # Beside a required tag: per row over few candidates, one EXISTS per
+    # tag over middling ones (the semi-join never: DRIVEN_BESIDE_NOT_ANY_FACTOR);
     # without counts or candidates, the semi-join.
-    assert _pg_form("tags=r&" + query, at_most | {"r": 500_000}, 62_000) == "semi-join"
+    assert _pg_form("tags=r&" + query, at_most | {"r": 500_000}, 62_000) == "per-tag"
     assert _pg_form("tags=r&" + query, at_most | {"r": 500_000}, 4_000) == "per-row"
     assert _pg_form(query, None, 4_000) == "semi-join"
     assert _pg_form(query, at_most, None) == "semi-join"
+
+
+def test_beside_a_not_tags_any_middling_candidates_are_driven_or_per_tag_never_the_semi_join():
+    """combined over ~94,000 candidates: driven finds the few ids first; a semi-join checks the not-tags-any on all."""
+    query = "tags=r&tags-any=x,y&not-tags-any=a,b"
+    at_most = {"r": 186_000, "x": 30_000, "y": 9_000}
+    least = 90_000  # the fewest candidates: the rows on DRIVEN_BESIDE_NOT_ANY_FACTOR times as many
+    assert sum(at_most.values()) == DRIVEN_BESIDE_NOT_ANY_FACTOR * least
+    # The required tag's rows and the set's on DRIVEN_BESIDE_NOT_ANY_FACTOR
+    # times the candidates, not one fewer; beyond, one EXISTS per tag.
+    assert _pg_form(query, at_most, least) == "driven"
+    assert _pg_form(query, at_most, least - 1) == "per-tag"
+    assert _pg_form(query, at_most, GROUPED_MIN_CANDIDATES - 1) == "driven"
+    assert _pg_form(query, at_most, GROUPED_MIN_CANDIDATES) == "grouped"  # the rules of many (GROUPED_ANY_BESIDE)
+    # More than PER_ROW_CANDIDATES_MAX candidates (there, per row or as before).
+    few = {"r": 30_000, "x": 100, "y": 100}
+    assert _pg_form(query, few, PER_ROW_CANDIDATES_MAX + 1) == "driven"
+    assert _pg_form(query, few, PER_ROW_CANDIDATES_MAX) == "semi-join"
+    # The rarest required tag on more than PROBED_REQUIRED_MAX (rarer: one
+    # EXISTS per tag drives from it) and at most GROUPED_ANY_REQUIRED_MAX.
+    small = {"x": 10_000, "y": 10_000}
+    for required, form in (
+        (PROBED_REQUIRED_MAX, "per-tag"),
+        (PROBED_REQUIRED_MAX + 1, "driven"),
+        (GROUPED_ANY_REQUIRED_MAX, "driven"),
+        (GROUPED_ANY_REQUIRED_MAX + 1, "per-tag"),
+    ):  # (GROUPED_ANY_REQUIRED_MAX + the set's 20,000 rows: 2.4 times 90,000)
+        assert _pg_form(query, small | {"r": required}, 90_000) == form, required
+        both = "tags=r,s&tags-any=x,y&not-tags-any=a,b"
+        assert _pg_form(both, small | {"r": required, "s": 10**6}, 90_000) == form, required
+    # The set on at most GROUPED_ANY_MAX rows.
+    assert _pg_form(query, {"r": 35_000, "x": GROUPED_ANY_MAX - 1, "y": 1}, 90_000) == "driven"
+    assert _pg_form(query, {"r": 35_000, "x": GROUPED_ANY_MAX, "y": 1}, 90_000) == "per-tag"
+    # Never the semi-join, whose plan checks the not-tags-any on every
+    # candidate first: a required tag on more rows than the candidates
+    # and than the set (_probed_over_few would keep it) is per tag here.
+    assert _pg_form(query, {"r": 500_000, "x": 200_000, "y": 100_000}, 62_000) == "per-tag"
+    assert _pg_form("tags=r&tags-any=x,y", {"r": 500_000, "x": 200_000, "y": 100_000}, 62_000) == "semi-join"
+    # After a marker whose range goes inside the subqueries, as before: the
+    # semi-join reads only the set's rows after it (combined after marker f).
+    assert _pg_form(query, at_most, least, marker="f") == "semi-join"
+    assert _pg_form(query, {"r": 7_000, "x": 30_000, "y": 9_000}, least, marker="f") == "per-tag"  # _probed_over_few
+    # A marker that stays outside (an id column that sorts otherwise): the rule holds.
+    from sqlalchemy.dialects import postgresql
+
+    loose = sa.table("loose", sa.column("id", sa.String(40, collation="und-x-icu")))
+    condition = parse_tag_query(query).where(loose.c.id, TABLES.tags, at_most, least, marker="f")
+    text = str(condition.compile(dialect=postgresql.dialect()))
+    assert "GROUP BY" in text  # driven
+    assert text.count("EXISTS") == 3  # the required tag's inside it, two NOT EXISTS
+    # Only beside a not-tags-any: beside a not-tags, or nothing, as before.
+    assert _pg_form("tags=r&tags-any=x,y&not-tags=a", at_most, 94_000) == "semi-join"
+    assert _pg_form("tags=r&tags-any=x,y", at_most, 94_000) == "semi-join"
+    # Without counts or candidates: the semi-join.
+    assert _pg_form(query, None, 94_000) == "semi-join"
+    assert _pg_form(query, at_most, None) == "semi-join"
+
+
+def test_over_few_candidates_a_not_tags_any_of_two_tags_is_probed_per_row():
+    """PostgreSQL would hash a not-tags-any tag's rows whole (116 ms) to check a few candidates (24 ms probed)."""
+    from sqlalchemy.dialects import mysql, postgresql, sqlite
+
+    def offsets(query_string, candidates, dialect=None, counts=MIDDLING):
+        condition = parse_tag_query(query_string).where(RESOURCES.c.id, TABLES.tags, counts, candidates)
+        return str(condition.compile(dialect=dialect or postgresql.dialect())).count("OFFSET 0")
+
+    for query in ("tags=r&tags-any=x,y&not-tags-any=a,b", "tags-any=x,y&not-tags-any=a,b&not-tags=c"):
+        assert offsets(query, 62_000) == 2
+        assert offsets(query, GROUPED_MIN_CANDIDATES - 1) == 2
+        assert offsets(query, GROUPED_MIN_CANDIDATES) == 0
+        assert offsets(query, None) == 0
+        # Whatever the counts: only the candidates decide.
+        assert offsets(query, 62_000, counts=None) == 2
+        for dialect in (mysql.dialect(), sqlite.dialect()):
+            assert offsets(query, 62_000, dialect) == 0
+    # Three tags or more: a count, which PostgreSQL runs per row anyway.
+    assert offsets("tags-any=x,y&not-tags-any=a,b,c", 62_000) == 0
+    # Without a tags-any, whatever the candidates: TagStore.apply asks the
+    # planner only for a tags-any, and a caller's hint never changes the SQL.
+    assert offsets("not-tags-any=a,b", 62_000) == 0
+    assert offsets("tags=r&not-tags-any=a,b&not-tags=c", 62_000) == 0
+    # After a marker the probes hold no range (PostgreSQL would read every
+    # tag row after it into a hash); the page's own range stays outside.
+    after = parse_tag_query("tags=r&tags-any=x,y&not-tags-any=a,b").where(
+        RESOURCES.c.id, TABLES.tags, {"r": 7_000, "x": 30_000, "y": 30_000}, 62_000, marker="m"
+    )
+    text = str(after.compile(dialect=postgresql.dialect()))
+    probes = text.split("OFFSET 0")[:-1]
+    assert len(probes) == 2
+    for probe in probes:
+        assert " > " not in probe[probe.rindex("EXISTS") :], text
+    assert "things.id > %(" in text, text
 
 
 def test_many_candidates_beside_a_rare_required_tag_drive_from_it_per_tag_unless_driven_or_grouped():
@@ -587,13 +695,13 @@ def test_a_form_said_settled_is_the_one_the_rows_after_any_marker_give_too():
             for candidates in [20_000, 62_000, GROUPED_MIN_CANDIDATES - 1, GROUPED_MIN_CANDIDATES, 250_000, 10**6]:
                 if not tags_sql._form_settled(all_of, frozenset("xy"), counts, candidates, beside_not_any):
                     continue
-                form = _pg_form(query_string, counts, candidates)
+                form = _pg_form(query_string, counts, candidates, marker="m")
                 for share in (0.5, 0.1):
                     scaled = {tag: int(round(count * share)) for tag, count in counts.items()}
                     later = tags_sql._later_page_counts(
                         all_of, frozenset("xy"), counts, scaled, candidates, beside_not_any
                     )
-                    assert _pg_form(query_string, later, candidates) == form, (counts, candidates, share)
+                    assert _pg_form(query_string, later, candidates, marker="m") == form, (counts, candidates, share)
                 checked += 1
     assert checked > 300  # the grid reaches settled forms of every kind, not a handful
     # Over few candidates beside a not-tags-any the whole table's counts
