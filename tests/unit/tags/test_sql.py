@@ -40,6 +40,7 @@ from tenancy_mw.tags.sql import (
     tag_condition,
     tag_statistics,
 )
+from tests.support.tag_forms import form_of
 
 # -- SQL -------------------------------------------------------------------
 
@@ -368,20 +369,8 @@ def _grouped(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> bo
 
 
 def _pg_form(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None) -> str:
-    """PostgreSQL's form of the query's positive part: driven, grouped, per-tag or semi-join.
-
-    The semi-join is the one ``tag IN (...)`` outside a ``GROUP BY`` (so
-    a ``not-tags-any`` here has two tags: from three it is a count with
-    one of its own).
-    """
-    text = _pg_sql(query_string, counts, candidates, marker)
-    # Per row: every EXISTS probed (over few candidates a not-tags-any's alone may be).
-    if 0 < text.count("EXISTS") == text.count("OFFSET 0"):
-        return "per-row"
-    if "GROUP BY" in text:
-        inner = text[text.index("IN (SELECT") : text.index("GROUP BY")]
-        return "driven" if "EXISTS" in inner else "grouped"
-    return "semi-join" if ".tag IN (" in text else "per-tag"
+    """PostgreSQL's form of the query's positive part (:func:`tests.support.tag_forms.form_of`)."""
+    return form_of(_pg_sql(query_string, counts, candidates, marker))
 
 
 def test_postgresql_sorts_tags_any_whole_only_when_the_counts_say_it_is_small():

@@ -22,6 +22,7 @@ from tenancy_mw.tags.sql import (
 from tenancy_mw.tags.store import TagLimitExceeded, TagStore, _rows_under_limit
 from tests.conftest import require
 from tests.support import databases
+from tests.support.tag_forms import form_of
 
 
 @pytest.fixture(scope="module")
@@ -305,20 +306,7 @@ def _form(store, query_string, statistics, candidates=10**7):
     store._statistics = (statistics, float("inf"))  # as if just read from pg_stats
     servers = sa.table("servers", sa.column("id"))
     condition = store.where(parse_tag_query(query_string), servers.c.id, candidates)
-    return _form_of(str(condition.compile(dialect=postgresql.dialect())))
-
-
-def _form_of(sql_text: str) -> str:
-    """The form of tags-any in *sql_text*: per-row (OFFSET 0), driven, grouped, semi-join (EXISTS ... IN) or per-tag.
-
-    Per row: every EXISTS with OFFSET 0 (over few candidates a not-tags-any's alone may have it).
-    """
-    if 0 < sql_text.count("EXISTS") == sql_text.count("OFFSET 0"):
-        return "per-row"
-    if "GROUP BY" in sql_text:
-        inner = sql_text[sql_text.index("IN (SELECT") : sql_text.index("GROUP BY")]
-        return "driven" if "EXISTS" in inner else "grouped"
-    return "semi-join" if " IN (" in sql_text else "per-tag"
+    return form_of(str(condition.compile(dialect=postgresql.dialect())))
 
 
 def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
@@ -425,7 +413,7 @@ def test_where_reads_only_what_can_change_the_form(migrated_url):
         def page_after(store, query_string, candidates=GROUPED_MIN_CANDIDATES):
             with _Statements(store.engine) as sent:
                 condition = store.where(parse_tag_query(query_string), servers.c.id, candidates, marker="m")
-            return _form_of(str(condition.compile(store.engine))), len(sent)
+            return form_of(str(condition.compile(store.engine))), len(sent)
 
         # Fewer rows keep the driven form, and the grouped one without a required tag.
         assert page_after(tag_store, "tags=rare&tags-any=x,y") == ("driven", 0)
@@ -500,7 +488,7 @@ def test_after_a_marker_the_per_row_form_is_judged_on_the_share_of_the_sets_afte
     def form(marker, candidates=1_000):
         with _Statements(pg_store.engine) as sent:
             condition = pg_store.where(query, servers.c.id, candidates, marker=marker)
-        return _form_of(str(condition.compile(pg_store.engine))), len(sent)
+        return form_of(str(condition.compile(pg_store.engine))), len(sent)
 
     # 40,000 rows, 40 times the candidates: per row, nothing asked.
     assert form(None) == ("per-row", 0)
@@ -538,7 +526,7 @@ def test_after_a_marker_one_exists_per_tag_is_judged_on_the_whole_tables_rows(mi
         def form_after(query_string, candidates):
             """The form of the page after r089."""
             condition = tag_store.where(parse_tag_query(query_string), servers.c.id, candidates, marker="r089")
-            return _form_of(str(condition.compile(tag_store.engine)))
+            return form_of(str(condition.compile(tag_store.engine)))
 
         # 560,000 rows, about 56,000 after the marker: per tag by that share,
         # but it would hash all 560,000: the semi-join, as for the whole table.
@@ -643,7 +631,7 @@ def test_apply_asks_the_planner_and_a_wrong_hint_changes_nothing(store):
             assert any(text.startswith("EXPLAIN (FORMAT JSON)") for text in sent)
             assert not any("pg_stats" in text for text in sent)
             assert store.planned_rows(page, servers.c.id, "s1") <= 3
-            assert _form_of(texts[1]) == _form_of(texts[0]) == "semi-join"
+            assert form_of(texts[1]) == form_of(texts[0]) == "semi-join"
         elif sql.is_mysql(store.engine.dialect):
             # MySQL/MariaDB: its estimate of each tag's rows, never of the
             # caller's statement or its hint; two rows: the semi-join.
@@ -743,7 +731,7 @@ def test_postgresql_chooses_the_form_for_the_tag_rows_after_the_marker(pg_store)
 
     def form(marker):
         condition = store.where(query, servers.c.id, GROUPED_MIN_CANDIDATES, marker=marker)
-        return _form_of(str(condition.compile(store.engine)))
+        return form_of(str(condition.compile(store.engine)))
 
     assert GROUPED_ANY_SMALL < 40_000
     assert form(None) == "per-tag"
@@ -774,7 +762,7 @@ def test_a_connection_in_autocommit_gets_the_estimates_too(make_database, backen
         # tag; without one it would be one EXISTS per tag.  PostgreSQL's
         # statistics make it the driven form.
         expected = {"postgresql": "driven", "mariadb": "semi-join"}[backend]
-        assert _form_of(str(condition.compile(store.engine))) == expected
+        assert form_of(str(condition.compile(store.engine))) == expected
         servers.drop(store.engine)
     finally:
         store.close()
