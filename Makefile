@@ -120,37 +120,48 @@ test: $(STAMP)-test programs services openstack-venv
 	@$(MAKE) --no-print-directory programs TEST_PROGRAMS='$(DOC_PROGRAMS) $(BROWSER_PROGRAMS)'
 	@$(MAKE) --no-print-directory test-suites CHECKS="test-lint test-docs-check"
 
-# The suites side by side, each its own pytest run, in two lines: the main Python's
-# `slow` tests but the OpenStack ones (servers, fresh virtualenvs: much of it
-# waiting, about one core); beside them, niced, $(CHECKS) (`make test`: the lint and
-# the docs check), the main Python's other tests and each other Python's suite
-# without the slow tests (its virtualenv installed first), then, once all of those
-# have ended (whatever their result), the OpenStack tests (tests/openstack/).
-# Niced, the CPU-bound runs leave the slow tests' servers their timeouts; the
-# OpenStack services start only when no niced run is left to starve (run beside
-# them, they made bench/load.py's niced servers miss their 10 s answers on a 2-core
-# machine), on the core the suites leave.  Each run prints whole when it ends
-# (--output-sync); a failing one says so in a "make test:" line, and the others
-# still run (-k; the OpenStack tests also after a failed suite).
+# The suites side by side, each its own pytest run, in three lines:
+# 1. the main Python's `slow` tests of $(SERVER_TESTS) (the demo and the filters
+#    behind real gunicorn servers: mostly waiting on them);
+# 2. its other `slow` tests but the OpenStack ones (PostgreSQL and MariaDB
+#    variants, fresh virtualenvs and builds, the bench's runs), then, whatever
+#    their result, the OpenStack tests (tests/openstack/: services that keep about
+#    one core busy);
+# 3. niced, $(CHECKS) (`make test`: the lint and the docs check), the main Python's
+#    other tests and each other Python's suite without the slow tests (its
+#    virtualenv installed first).
+# The slow tests take two lines because they mostly wait: in one line they set
+# the end, 20 minutes on a 2-core machine twice as slow as this project's.  Niced,
+# the CPU-bound runs leave the servers of the first two lines their timeouts; a
+# test that loads servers against deadlines (bench/load.py's 10 s answers, missed
+# niced beside the OpenStack services on a 2-core machine) is marked slow, so it
+# never runs niced.  Each run prints whole when it ends (--output-sync); a failing
+# one says so in a "make test:" line, and the others still run (-k; the OpenStack
+# tests also after failed slow tests).
+SERVER_TESTS := tests/functional
 FAST_SUITES = test-main-fast $(addprefix test-python,$(OTHER_PYTHONS))
-SUITES = test-main-slow test-suites-then-openstack
+SUITES = test-main-servers test-main-slow-then-openstack $(CHECKS) $(FAST_SUITES)
 NICE ?= nice -n 10
 # Handed to sub-makes in MAKEFLAGS only: in the environment it would reach the
 # `make test-suites` that tests/project/test_makefile.py runs inside these suites.
 unexport CHECKS
-.PHONY: test-suites test-main-slow test-main-fast test-suites-then-openstack test-main-openstack
-# One job slot for each run: the line of suites shares make's jobserver.
+.PHONY: test-suites test-main-servers test-main-slow test-main-fast test-main-slow-then-openstack test-main-openstack
+# One job slot for each run.
 test-suites:
-	@$(MAKE) --no-print-directory -k -j$(words test-main-slow $(CHECKS) $(FAST_SUITES)) --output-sync=target $(SUITES) \
+	@$(MAKE) --no-print-directory -k -j$(words $(SUITES)) --output-sync=target $(SUITES) \
 	  || { echo "make test: failed (see the \"make test:\" lines above)" >&2; exit 1; }
 
-test-main-slow: $(STAMP)-test
-	@$(BIN)/python -m pytest -m slow -q --durations=20 --ignore=tests/openstack $(PYTEST_ARGS) \
-	  || { echo "make test: the slow tests on python$(PY_VERSION) failed" >&2; exit 1; }
+test-main-servers: $(STAMP)-test
+	@$(BIN)/python -m pytest -m slow -q --durations=20 $(PYTEST_ARGS) $(SERVER_TESTS) \
+	  || { echo "make test: the slow tests of $(SERVER_TESTS) on python$(PY_VERSION) failed" >&2; exit 1; }
 
-test-suites-then-openstack:
+test-main-slow: $(STAMP)-test
+	@$(BIN)/python -m pytest -m slow -q --durations=20 --ignore=tests/openstack --ignore=$(SERVER_TESTS) $(PYTEST_ARGS) \
+	  || { echo "make test: the other slow tests on python$(PY_VERSION) failed" >&2; exit 1; }
+
+test-main-slow-then-openstack:
 	@status=0; \
-	$(MAKE) --no-print-directory -k --output-sync=recurse $(CHECKS) $(FAST_SUITES) || status=1; \
+	$(MAKE) --no-print-directory test-main-slow || status=1; \
 	$(MAKE) --no-print-directory test-main-openstack || status=1; \
 	exit $$status
 

@@ -315,8 +315,8 @@ class Server:
 
     def get(self, headers: dict | None = None) -> tuple[int, bytes]:
         """One GET of :data:`TARGET`: status and body."""
-        # A hang guard, not a time goal: under make test the server is niced beside
-        # other suites on 2 cores, and 10 s was seen to pass without an answer.
+        # A hang guard, not a time goal: under make test the server shares 2 cores with
+        # other suites, and 10 s was seen to pass without an answer (niced, then).
         conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
         try:
             conn.request("GET", TARGET, headers=dict(HEADERS, **(headers or {})))

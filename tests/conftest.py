@@ -38,13 +38,15 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 #: What `make test` leaves out on the other Pythons it tests (Makefile OTHER_PYTHONS), to keep CI under
-#: 20 minutes: real servers (gunicorn, uWSGI, Chromium), builds in fresh virtualenvs, the OpenStack services and
-#: their virtualenv (any test using ``openstack_venv``), and the PostgreSQL and MariaDB variants of SQL tests.
-#: Their SQLite variants, and everything else, still run there.
+#: 20 minutes: real servers (gunicorn, uWSGI, Chromium, bench/load.py's load runs), builds in fresh
+#: virtualenvs, the OpenStack services and their virtualenv (any test using ``openstack_venv``), and the
+#: PostgreSQL and MariaDB variants of SQL tests.  Their SQLite variants, and everything else, still run there.
+#: Slow tests are never niced (Makefile test-suites): a load against deadlines keeps its CPU.
 SLOW_MODULES = (
     "tests/openstack/",
     "tests/functional/",
     "tests/project/test_bench.py",
+    "tests/project/test_bench_load.py",
     "tests/project/test_bench_tags.py",
     "tests/project/test_bench_seen.py",
     "tests/project/test_makefile.py",

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from tests.conftest import require
@@ -84,8 +85,8 @@ def test_every_suite_runs_and_a_failing_one_is_named(tmp_path):
 
     The suites run as `make test` runs them (its `test-suites` step), on this interpreter's virtualenv
     with install stamps of the test's own, so nothing is installed.  Of the other Pythons, one exists
-    nowhere (so no virtualenv is made for it: it is reported missing) and the main Python's three runs
-    fail at once (an unknown pytest option): the OpenStack tests run after a failed suite too.
+    nowhere (so no virtualenv is made for it: it is reported missing) and the main Python's four runs
+    fail at once (an unknown pytest option): the OpenStack tests run after failed slow tests too.
     """
     (tmp_path / "stamp-test").touch()
     this = "%d.%d" % sys.version_info[:2]
@@ -107,12 +108,48 @@ def test_every_suite_runs_and_a_failing_one_is_named(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, env=environment, check=False, timeout=300)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
-    assert result.stderr.count("--no-such-option-here") == 3, output  # pytest's own complaint, from each run
+    assert result.stderr.count("--no-such-option-here") == 4, output  # pytest's own complaint, from each run
     reports = sorted(line for line in result.stderr.splitlines() if line.startswith("make test:"))
     assert reports == [
         'make test: failed (see the "make test:" lines above)',
         "make test: the OpenStack tests on python%s failed" % this,
-        "make test: the slow tests on python%s failed" % this,
+        "make test: the other slow tests on python%s failed" % this,
+        "make test: the slow tests of tests/functional on python%s failed" % this,
         "make test: the tests not marked slow on python%s failed" % this,
     ], output
     assert "python9.8 is missing: the suite did not run on it" in result.stderr  # it was tried all the same
+
+
+def _collected(*make_targets: str, stamp: Path) -> list[str]:
+    """The test ids the runs of *make_targets* collect, as `make test` runs them (collection only)."""
+    environment = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    ids = []
+    for target in make_targets:
+        command = ["make", "--no-print-directory", "-C", str(REPO), target, "VENV=%s" % sys.prefix]
+        # --collect-only beside the runs' own -q: one test id a line.
+        command += ["PYTHON=%s" % sys.executable, "STAMP=%s" % stamp, "PYTEST_ARGS=--collect-only"]
+        result = subprocess.run(command, capture_output=True, text=True, env=environment, check=False, timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr
+        ids += [line for line in result.stdout.splitlines() if "::" in line]
+    return ids
+
+
+def test_the_slow_runs_of_make_test_take_every_slow_test_once(tmp_path):
+    """`make test` spreads the main Python's slow tests over three runs (tests/functional, the others, then
+    tests/openstack): together they are exactly the slow tests, none in two runs."""
+    (tmp_path / "stamp-test").touch()
+    runs = _collected("test-main-servers", "test-main-slow", "test-main-openstack", stamp=tmp_path / "stamp")
+    every = subprocess.run(
+        [sys.executable, "-m", "pytest", "-m", "slow", "--collect-only", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+        timeout=300,
+    )
+    slow = [line for line in every.stdout.splitlines() if "::" in line]
+    assert len(runs) == len(set(runs)), "a slow test runs twice"
+    # By test function and count: some parameters are fresh uuids, other on each collection.
+    assert Counter(test.split("[")[0] for test in runs) == Counter(test.split("[")[0] for test in slow)
+    assert any(test.startswith("tests/functional/") for test in runs)
+    assert any(test.startswith("tests/project/test_bench_load.py") for test in slow)  # a load run: never niced
