@@ -129,15 +129,16 @@ test: $(STAMP)-test programs services openstack-venv
 #    one core busy);
 # 3. niced, $(CHECKS) (`make test`: the lint and the docs check), the main Python's
 #    other tests and each other Python's suite without the slow tests (its
-#    virtualenv installed first).
-# The slow tests take two lines because they mostly wait: in one line they set
-# the end, 20 minutes on a 2-core machine twice as slow as this project's.  Niced,
-# the CPU-bound runs leave the servers of the first two lines their timeouts; a
-# test that loads servers against deadlines (bench/load.py's 10 s answers, missed
-# niced beside the OpenStack services on a 2-core machine) is marked slow, so it
-# never runs niced.  Each run prints whole when it ends (--output-sync); a failing
-# one says so in a "make test:" line, and the others still run (-k; the OpenStack
-# tests also after failed slow tests).
+#    virtualenv installed first, not niced).
+# The slow tests take two lines because much of their time is spent waiting on
+# servers: in one line they set the end of `make test`.  Niced, the CPU-bound runs
+# leave the servers of the first two lines their timeouts; bench/load.py's load
+# run (wrk against gunicorn) is slow, so it never runs niced (niced beside the
+# OpenStack services, its servers once went 10 s without an answer).  Each run
+# prints whole when it ends (--output-sync); a failing one says so in a
+# "make test:" line, and the others still run (-k; the OpenStack tests also after
+# failed slow tests).  Here PYTEST_ARGS takes options only: every run gets them, so
+# a path there would run in each (`make test-main PYTEST_ARGS=path` runs it once).
 SERVER_TESTS := tests/functional
 FAST_SUITES = test-main-fast $(addprefix test-python,$(OTHER_PYTHONS))
 SUITES = test-main-servers test-main-slow-then-openstack $(CHECKS) $(FAST_SUITES)
@@ -159,7 +160,7 @@ test-main-slow: $(STAMP)-test
 	@$(BIN)/python -m pytest -m slow -q --durations=20 --ignore=tests/openstack --ignore=$(SERVER_TESTS) $(PYTEST_ARGS) \
 	  || { echo "make test: the other slow tests on python$(PY_VERSION) failed" >&2; exit 1; }
 
-test-main-slow-then-openstack:
+test-main-slow-then-openstack: $(STAMP)-test
 	@status=0; \
 	$(MAKE) --no-print-directory test-main-slow || status=1; \
 	$(MAKE) --no-print-directory test-main-openstack || status=1; \

@@ -38,15 +38,14 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 #: What `make test` leaves out on the other Pythons it tests (Makefile OTHER_PYTHONS), to keep CI under
-#: 20 minutes: real servers (gunicorn, uWSGI, Chromium, bench/load.py's load runs), builds in fresh
-#: virtualenvs, the OpenStack services and their virtualenv (any test using ``openstack_venv``), and the
-#: PostgreSQL and MariaDB variants of SQL tests.  Their SQLite variants, and everything else, still run there.
-#: Slow tests are never niced (Makefile test-suites): a load against deadlines keeps its CPU.
+#: 20 minutes: real servers (gunicorn, uWSGI, Chromium, bench/load.py's load run: any test using
+#: ``quick_run``), builds in fresh virtualenvs, the OpenStack services and their virtualenv (any test using
+#: ``openstack_venv``), and the PostgreSQL and MariaDB variants of SQL tests.  Their SQLite variants, and
+#: everything else, still run there.  Slow tests are never niced (Makefile test-suites).
 SLOW_MODULES = (
     "tests/openstack/",
     "tests/functional/",
     "tests/project/test_bench.py",
-    "tests/project/test_bench_load.py",
     "tests/project/test_bench_tags.py",
     "tests/project/test_bench_seen.py",
     "tests/project/test_makefile.py",
@@ -54,7 +53,7 @@ SLOW_MODULES = (
     "tests/project/test_sdist.py",
 )
 SERVER_BACKENDS = {"postgresql", "mariadb"}
-SERVER_FIXTURES = {"postgresql_url", "mariadb_url", "openstack_venv"}
+SERVER_FIXTURES = {"postgresql_url", "mariadb_url", "openstack_venv", "quick_run"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -240,6 +240,8 @@ def test_make_test_runs_the_suite_on_every_other_tested_python():
             assert command not in result.stdout
         else:
             assert command in result.stdout, (version, result.stdout[-2000:])
-    # and on its own Python, the whole suite in two runs
+    # and on its own Python, the whole suite in four runs: the slow tests of tests/functional, the other
+    # slow tests, the OpenStack tests (tests/project/test_makefile.py checks they take each slow test once)
+    assert re.search(r"/nonexistent/venv/bin/python -m pytest -m slow .* tests/functional ", result.stdout)
     assert "/nonexistent/venv/bin/python -m pytest -m slow" in result.stdout
     assert "/nonexistent/venv/bin/python -m pytest -m 'not slow'" in result.stdout
