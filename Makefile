@@ -247,9 +247,11 @@ bench-tags: $(STAMP)-test services
 genconfig: $(STAMP)-lint
 	$(BIN)/oslo-config-generator --config-file doc/config-generator.conf
 
+# Everything .gitignore names: what the builds, the tests, the demo and the bytecode wrote.
 clean:
 	rm -rf $(abspath $(VENV)) $(abspath $(VENV))-py* .pytest_cache .hypothesis .mypy_cache .ruff_cache .tox build dist *.egg-info \
 	  doc/build releasenotes/build .coverage cover examples/state examples/*.sqlite
+	find . -path ./.git -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
 
 # --- docs, release notes, coverage (tox.ini runs these same targets) ----------
 # Debian programs the docs need: graphviz draws doc/pipeline.dot; Chromium

@@ -64,11 +64,34 @@ def test_install_stamps_carry_the_interpreter():
     assert "/nonexistent/venv/bin/ruff check" in dry
 
 
-def test_clean_removes_what_the_demo_wrote():
-    dry = _make("-n", "clean", cwd=REPO)
-    assert "examples/state" in dry
-    assert "doc/build" in dry
-    assert "releasenotes/build" in dry
+def test_clean_leaves_only_what_git_holds(tmp_path):
+    """`make clean` in a clone removes what the builds, the tests, the demo and the bytecode wrote there:
+    afterwards git sees nothing untracked and nothing ignored."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True, timeout=120)
+    shutil.copy(REPO / "Makefile", clone / "Makefile")  # this checkout's, committed or not
+    status = ["git", "status", "--porcelain", "--ignored"]
+    before = subprocess.run(status, capture_output=True, text=True, cwd=clone, check=True).stdout
+    written = [
+        "tenancy_mw/__pycache__/filters.cpython-311.pyc",
+        "tests/unit/tags/__pycache__/test_sql.cpython-311-pytest-8.pyc",
+        "examples/state/demo.sqlite",
+        "examples/demo.sqlite",
+        "doc/build/html/index.html",
+        "releasenotes/build/html/index.html",
+        ".venv/bin/python",
+        ".venv-py3.12/bin/python",
+        ".mypy_cache/3.11/x.json",
+        "tenancy_mw.egg-info/PKG-INFO",
+    ]
+    for name in written:
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        (clone / name).write_text("x")
+    dirty = subprocess.run(status, capture_output=True, text=True, cwd=clone, check=True).stdout
+    assert len(dirty.splitlines()) >= len(before.splitlines()) + 8, dirty  # git sees each written folder
+    environment = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    subprocess.run(["make", "--no-print-directory", "clean"], cwd=clone, env=environment, check=True, timeout=60)
+    assert subprocess.run(status, capture_output=True, text=True, cwd=clone, check=True).stdout == before
 
 
 def test_python_named_by_version_is_found_where_pyenv_put_it():
