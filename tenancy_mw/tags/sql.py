@@ -765,9 +765,10 @@ def _postgresql_form_name(
         # After a marker inside its subqueries the semi-join reads only the
         # set's rows after it (bench/tags.py after marker f, ~62,000
         # candidates: combined 30 ms against 157 for one EXISTS per tag,
-        # combined rare 5.3 against 81 driven).  Not timed: a filtered
-        # list's later page with an early marker, whose semi-join reads
-        # nearly the whole set.
+        # combined rare 5.3 against 81 driven).  A filtered list's later
+        # page with an early marker loses here: its semi-join reads nearly
+        # the whole set (doc/tags.rst: about twice this rule's form where
+        # nearly all tag rows are after the marker, a tie near 0.6 of them).
         return "driven" if _driven_beside_not_any(all_of, any_of, counts, candidates) else "per-tag"
     elif _probed_over_few(all_of, any_of, counts, candidates, beside_not_any):
         return "per-tag"
