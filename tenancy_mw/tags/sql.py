@@ -190,7 +190,8 @@ DRIVEN_BESIDE_RARE_MAX_SHARE = 0.25
 #: at most this many times the candidates, and otherwise (beside any
 #: required tag) one ``EXISTS`` per tag, never the semi-join (but after a
 #: marker whose range goes inside the tag subqueries, where the semi-join
-#: reads only the set's rows after it: the rules before stand): PostgreSQL
+#: reads only the set's rows after it: the rules before stand, and lose
+#: after an early marker, doc/tags.rst): PostgreSQL
 #: checks the ``not-tags-any`` on every candidate before a semi-join's set
 #: narrows them, where the driven form finds the few ids from the tag table
 #: first and one ``EXISTS`` per tag checks the hashed tags first.  Timed
@@ -766,9 +767,10 @@ def _postgresql_form_name(
         # set's rows after it (bench/tags.py after marker f, ~62,000
         # candidates: combined 30 ms against 157 for one EXISTS per tag,
         # combined rare 5.3 against 81 driven).  A filtered list's later
-        # page with an early marker loses here: its semi-join reads nearly
-        # the whole set (doc/tags.rst: about twice this rule's form where
-        # nearly all tag rows are after the marker, a tie near 0.6 of them).
+        # page with an early marker is left to the semi-join too, which
+        # reads nearly the whole set there: 1.5 to 2 times this rule's form
+        # where nearly all tag rows are after the marker, a tie near 0.6 of
+        # them (doc/tags.rst; a rule by that share is not built).
         return "driven" if _driven_beside_not_any(all_of, any_of, counts, candidates) else "per-tag"
     elif _probed_over_few(all_of, any_of, counts, candidates, beside_not_any):
         return "per-tag"
