@@ -171,6 +171,6 @@ def test_the_slow_runs_of_make_test_take_every_slow_test_once(tmp_path):
     )
     slow = [line for line in every.stdout.splitlines() if "::" in line]
     assert len(runs) == len(set(runs)), "a slow test runs twice"
-    assert sorted(runs) == sorted(slow)
+    assert sorted(runs) == sorted(slow), "in no run: %s; not slow: %s" % (set(slow) - set(runs), set(runs) - set(slow))
     assert any(test.startswith("tests/functional/") for test in runs)
     assert any(test.startswith("tests/project/test_bench_load.py") for test in slow)  # a load run: never niced
