@@ -655,7 +655,7 @@ class _Sweeper:
                             rows,
                             *medians,
                             "grouped" if medians[0] < medians[1] else "semi",
-                            form_name(str(pages["ours"].compile(self.engine))),
+                            self._picked(pages),
                             query_string,
                         )
                     )
@@ -715,12 +715,16 @@ class _Sweeper:
                             sum(counts.get(tag, 0) for tag in tags),
                             rows,
                             *medians,
-                            form_name(str(pages["ours"].compile(self.engine))),
+                            self._picked(pages),
                             query_string,
                         )
                     )
                 )
         return lines
+
+    def _picked(self, pages: dict) -> str:
+        """The form ``TagStore.apply`` picked for a page (its ``ours``)."""
+        return form_name(str(pages["ours"].compile(self.engine)))
 
     def pages(self) -> list[str]:
         """Each query of the table with a ``tags-any``, on each page of :data:`SWEEP_PAGES`."""
@@ -735,7 +739,7 @@ class _Sweeper:
                     continue
                 pages = _sweep_pages(self.engine, self.conn, query, self.candidates, operator, bound)
                 medians, rows = self._timed(pages, "%s (%s)" % (name, label))
-                picked = form_name(str(pages["ours"].compile(self.engine)))
+                picked = self._picked(pages)
                 lines.append(
                     self._line(
                         "%10s %-15s %5d %6.1f ms %6.1f ms %6.1f ms %6.1f ms  %s" % (label, name, rows, *medians, picked)

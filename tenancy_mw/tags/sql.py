@@ -891,8 +891,9 @@ def _form_settled(
         # tag on at least the set's rows keeps the semi-join.
         probed = _probed_over_few(all_of, any_of, counts, candidates, beside_not_any)
         return probed or _rarest(counts, all_of) >= _rows(counts, any_of)
-    form = _postgresql_form_name(all_of, any_of, counts, candidates, beside_not_any, ranged=True)
-    return beside_not_any or form != "per-tag"
+    if beside_not_any:
+        return True
+    return _postgresql_form_name(all_of, any_of, counts, candidates, beside_not_any, ranged=True) != "per-tag"
 
 
 def _later_page_counts(
@@ -946,9 +947,10 @@ def _lacks_one_condition(table: sa.Table, page: _Page, not_all_of: frozenset, *,
     over ~23,000 candidates, ``bench/tags.py``'s data: 116 ms hashing
     ``tag0006``'s 112,000 rows for 98 probes, 24 ms probed).
     """
-    lacks_one = _lacks_one(table, page.probed(), not_all_of)
+    probed = page.probed()
+    lacks_one = _lacks_one(table, probed, not_all_of)
     if len(not_all_of) > 2:
-        return _DialectVariant(_count(table, page.probed(), not_all_of) < len(not_all_of), mysql=lacks_one)
+        return _DialectVariant(_count(table, probed, not_all_of) < len(not_all_of), mysql=lacks_one)
     if each_row:
         return _DialectVariant(lacks_one, postgresql=_lacks_one(table, page.each_row(), not_all_of))
     return lacks_one

@@ -11,34 +11,23 @@ Nothing here depends on how fast the machine is.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 import re
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import require
+from tests.support.bench import bench_module
 
-REPO = Path(__file__).resolve().parents[2]
 BUSY_MS = 2
-
-
-def load_module():
-    spec = importlib.util.spec_from_file_location("bench_load", REPO / "bench" / "load.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     require(shutil.which("wrk") is not None, "wrk (Debian package wrk; make test installs it)")
-    load = load_module()
+    load = bench_module("load")
     filters = load.public_filters(load.demo_config())
     app = load.APP_SECTION.split(":", 1)[1]
     rows = [
@@ -80,7 +69,7 @@ def test_goal_lines_say_pass_or_miss(quick_run):
     # then the line says the ratio was not measured (and MISS), never "nan".
     assert re.search(
         r"^goal: public pipeline's added CPU/request <= 2 x RequestId's: ([\d.]+ x|%s)  (PASS|MISS)$"
-        % re.escape(load_module().NOT_MEASURED),
+        % re.escape(bench_module("load").NOT_MEASURED),
         text,
         re.M,
     )
@@ -104,7 +93,7 @@ def test_cpu_accounting_counts_the_workers(quick_run):
 
 def test_a_run_where_request_id_added_no_cpu_says_so_and_misses():
     """The ratio has no meaning then: the goal line names why, and cannot pass."""
-    load = load_module()
+    load = bench_module("load")
     rows = [
         {"name": load.REQUEST_ID, "ratio_to_request_id": float("nan")},
         {"name": load.FULL, "ratio_to_request_id": float("nan")},

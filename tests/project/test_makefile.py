@@ -22,6 +22,11 @@ def _make(*args: str, cwd: Path) -> str:
     return result.stdout
 
 
+def _without_outer_make() -> dict[str, str]:
+    """This process's environment without the settings a make running these tests hands down."""
+    return {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+
+
 def _python(version: str) -> str | None:
     """A Python *version* interpreter that runs: on PATH, or one pyenv installed but has not enabled."""
     candidates = [shutil.which("python" + version)]
@@ -88,7 +93,7 @@ def test_clean_leaves_only_what_git_holds(tmp_path):
         (clone / name).write_text("x")
     dirty = subprocess.run(status, capture_output=True, text=True, cwd=clone, check=True).stdout
     assert len(dirty.splitlines()) >= len(before.splitlines()) + 8, dirty  # git sees each written folder
-    environment = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    environment = _without_outer_make()
     subprocess.run(["make", "--no-print-directory", "clean"], cwd=clone, env=environment, check=True, timeout=60)
     assert subprocess.run(status, capture_output=True, text=True, cwd=clone, check=True).stdout == before
 
@@ -119,8 +124,7 @@ def test_every_suite_runs_and_a_failing_one_is_named(tmp_path):
         "TESTED_PYTHONS=%s 9.8" % this,
         "PYTEST_ARGS=--no-such-option-here",
     ]
-    # No make of an outer run hands its settings down.
-    environment = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    environment = _without_outer_make()
     environment.pop("CI", None)  # under CI=true a missing Python fails, which is not this test's point
     command = ["make", "--no-print-directory", "-C", str(REPO), "test-suites", *settings]
     dry = subprocess.run([*command, "-n"], capture_output=True, text=True, env=environment, check=False, timeout=120)
@@ -144,7 +148,7 @@ def test_every_suite_runs_and_a_failing_one_is_named(tmp_path):
 
 def _collected(*make_targets: str, stamp: Path) -> list[str]:
     """The test ids the runs of *make_targets* collect, as `make test` runs them (collection only)."""
-    environment = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    environment = _without_outer_make()
     ids = []
     for target in make_targets:
         command = ["make", "--no-print-directory", "-C", str(REPO), target, "VENV=%s" % sys.prefix]

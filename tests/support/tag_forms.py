@@ -6,21 +6,7 @@ with the tests' name for the semi-join.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from functools import cache
-from pathlib import Path
-
-BENCH_TAGS = Path(__file__).resolve().parents[2] / "bench" / "tags.py"
-
-
-@cache
-def _form_name():
-    spec = importlib.util.spec_from_file_location("tenancy_bench_tags", BENCH_TAGS)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module.form_name
+from tests.support.bench import bench_module
 
 
 def form_of(sql_text: str) -> str:
@@ -31,5 +17,5 @@ def form_of(sql_text: str) -> str:
         >>> form_of("x IN (SELECT t.resource_id FROM t WHERE t.tag IN (1) GROUP BY t.resource_id)")
         'grouped'
     """
-    form = _form_name()(sql_text)
+    form = bench_module("tags").form_name(sql_text)
     return "semi-join" if form == "semi" else form
