@@ -133,7 +133,7 @@ QUERIES = [
 #: :data:`SWEEP_ANY` (:data:`tenancy_mw.tags.sql.PROBED_BESIDE_NOT_ANY_MAX`),
 #: on pages of these sizes.
 SWEEP_NOT_ANY = "not-tags-any=tag0001,tag0003"
-SWEEP_NOT_ANY_PAGES = [("<", "01", "~4,000"), ("<", "1", "~62,000"), ("<", "4", "~250,000"), (None, None, "all")]
+SWEEP_NOT_ANY_PAGES = [(None, "01", "~4,000"), (None, "1", "~62,000"), (None, "4", "~250,000"), (None, None, "all")]
 #: ``--sweep``: the required tags (ranks) beside the last
 #: :data:`SWEEP_RARE_REQUIRED_SETS` sets of :data:`SWEEP_ANY`
 #: (:data:`tenancy_mw.tags.sql.PROBED_REQUIRED_MAX`), on pages of these
@@ -148,15 +148,29 @@ SWEEP_RARE_REQUIRED = [100, 50, 40, 30, 20]
 #: (:data:`tenancy_mw.tags.sql.DRIVEN_BESIDE_NOT_ANY_FACTOR`).
 SWEEP_REQUIRED_NOT_ANY = [4, 20, 100]
 SWEEP_REQUIRED_NOT_ANY_SETS = [0, 2, 5, 6, 8]
-SWEEP_REQUIRED_NOT_ANY_PAGES = [("<", "06", "~23,000"), ("<", "1", "~62,000"), ("<", "18", "~94,000")]
+SWEEP_REQUIRED_NOT_ANY_PAGES = [(None, "06", "~23,000"), (None, "1", "~62,000"), (None, "18", "~94,000")]
+#: ``--sweep``: later pages of a filtered list, beside a required tag and a
+#: ``not-tags-any`` (:data:`tenancy_mw.tags.sql.PROBED_AFTER_MARKER_ANY_FACTOR`):
+#: the required tags (ranks) and sets of :data:`SWEEP_LATER_SETS` beside
+#: :data:`SWEEP_NOT_ANY`, and ``combined`` and ``combined rare``, on pages
+#: ``id > marker AND id < bound`` of ~58,600 candidates each, from where
+#: nearly every tag row is after the marker to where an eighth is.
+SWEEP_LATER_SETS = [(4, (10, 30)), (4, (100, 200)), (20, (40, 60)), (100, (5, 8)), (2, (10, 30)), (12, (5, 8))]
+SWEEP_LATER_PAGES = [
+    ("01", "1", "01..1"),
+    ("4", "4f", "4..4f"),
+    ("8", "8f", "8..8f"),
+    ("c", "cf", "c..cf"),
+    ("e", "ef", "e..ef"),
+]
 SWEEP_RARE_REQUIRED_SETS = 3
 SWEEP_RARE_REQUIRED_PAGES = [
-    ("<", "2", "~125,000"),
-    ("<", "4", "~250,000"),
-    ("<", "8", "~500,000"),
+    (None, "2", "~125,000"),
+    (None, "4", "~250,000"),
+    (None, "8", "~500,000"),
     (None, None, "all"),
-    (">", "8", "marker 8"),
-    (">", "c", "marker c"),
+    ("8", None, "marker 8"),
+    ("c", None, "marker c"),
 ]
 
 
@@ -494,15 +508,15 @@ SWEEP_REQUIRED = [0, 1, 4, 20, 100]
 #: uuids: each leading hex digit holds a sixteenth of them), and later pages
 #: of the whole collection (``id > marker``, as OpenStack lists page).
 SWEEP_PAGES = [
-    ("<", "001", "~250"),
-    ("<", "004", "~1,000"),
-    ("<", "01", "~4,000"),
-    ("<", "04", "~16,000"),
-    ("<", "1", "~62,000"),
-    ("<", "4", "~250,000"),
+    (None, "001", "~250"),
+    (None, "004", "~1,000"),
+    (None, "01", "~4,000"),
+    (None, "04", "~16,000"),
+    (None, "1", "~62,000"),
+    (None, "4", "~250,000"),
     (None, None, "all"),
-    (">", "8", "marker 8"),
-    (">", "c", "marker c"),
+    ("8", None, "marker 8"),
+    ("c", None, "marker c"),
 ]
 
 
@@ -543,16 +557,15 @@ def _time_pages(conn, engine, pages: dict, repeats: int, what: str) -> tuple[dic
     return medians, len(next(iter(found)))
 
 
-def _sweep_pages(engine, conn, query: TagQuery, candidates: int, operator: str | None, bound: str | None) -> dict:
+def _sweep_pages(engine, conn, query: TagQuery, candidates: int, marker: str | None, bound: str | None) -> dict:
     """The page of *query* in each form, and ``ours``: ``TagStore.apply`` on the page, estimating its rows itself.
 
-    *operator* ``<``: a filtered page (``id < bound``); ``>``: the page
-    after the marker *bound*; ``None``: the first page of the collection.
+    *bound*: a filtered page (``id < bound``); *marker*: the page after
+    it (``id > marker``); neither: the first page of the collection.
     """
     page = sa.select(RESOURCES.c.id).order_by(RESOURCES.c.id).limit(PAGE)
-    if operator == "<":
+    if bound is not None:
         page = page.where(RESOURCES.c.id < bound)
-    marker = bound if operator == ">" else None
     pages = {}
     for form, condition in _three_forms(query, candidates).items():
         pages[form] = page.where(condition) if marker is None else page.where(condition, RESOURCES.c.id > marker)
@@ -584,19 +597,27 @@ def sweep(repeats: int, log) -> list[str]:
     The data the thresholds of :mod:`tenancy_mw.tags.sql` were set from:
     for each query the median of the grouped ``IN`` (counts of 0 force
     it), of the semi-join (no counts), of the straightforward formulation,
-    and of what the store picks, in four parts: sizes over the whole
+    and of what the store picks, in six parts: sizes over the whole
     collection (beside required tags of several frequencies), sizes beside
     a ``not-tags-any`` on pages of several sizes, large sets beside rare
     required tags on pages of many candidates, sizes beside a required tag
-    and a ``not-tags-any`` on pages of middling candidates, then the
-    table's queries on filtered and later pages.
+    and a ``not-tags-any`` on pages of middling candidates, then on later
+    pages of a filtered list, then the table's queries on filtered and
+    later pages.
     """
     engine = engine_for("postgresql")
     try:
         with engine.connect() as conn:
             candidates = conn.execute(sa.select(sa.func.count()).select_from(RESOURCES)).scalar_one()
             sweeper = _Sweeper(engine, conn, candidates, repeats, log)
-            parts = (sweeper.sizes, sweeper.not_any, sweeper.rare_required, sweeper.required_not_any, sweeper.pages)
+            parts = (
+                sweeper.sizes,
+                sweeper.not_any,
+                sweeper.rare_required,
+                sweeper.required_not_any,
+                sweeper.later_filtered,
+                sweeper.pages,
+            )
             return [line for part in parts for line in [*part(), ""]][:-1]
     finally:
         engine.dispose()
@@ -604,7 +625,7 @@ def sweep(repeats: int, log) -> list[str]:
 
 @dataclass
 class _Sweeper:
-    """The five parts of :func:`sweep`, each a list of lines (logged as they come)."""
+    """The six parts of :func:`sweep`, each a list of lines (logged as they come)."""
 
     engine: sa.Engine
     conn: sa.Connection
@@ -690,6 +711,19 @@ class _Sweeper:
         )
         return self._beside(title, "required", SWEEP_REQUIRED_NOT_ANY_PAGES, queries)
 
+    def later_filtered(self) -> list[str]:
+        """Later pages of a filtered list (:data:`SWEEP_LATER_PAGES`) beside a required tag and a ``not-tags-any``."""
+        queries = [
+            "tags=%s&tags-any=%s,%s&%s" % (tag_name(required), tag_name(a), tag_name(b), SWEEP_NOT_ANY)
+            for required, (a, b) in SWEEP_LATER_SETS
+        ]
+        queries += [query for name, query, _ in QUERIES if name in ("combined", "combined rare")]
+        title = (
+            "later pages of a filtered list: m..b is id > m and id < b (~58,600 candidates), after m"
+            " 0.996 of the tag rows (01), 0.75 (4), 0.5 (8), 0.25 (c), 0.125 (e)"
+        )
+        return self._beside(title, "required", SWEEP_LATER_PAGES, queries)
+
     def _beside(self, title: str, counted: str, page_kinds: list, queries: list[str]) -> list[str]:
         """*queries* on each page of *page_kinds*, beside the planner's count of their *counted* tags.
 
@@ -699,13 +733,13 @@ class _Sweeper:
         larger collection).
         """
         lines = [title, "%10s %8s %5s %9s %9s %9s %9s  %-7s %s" % ("page", counted, "rows", *FORMS, "picked", "query")]
-        for operator, bound, label in page_kinds:
+        for marker, bound, label in page_kinds:
             for query_string in queries:
                 query = parse_tag_query(query_string)
                 counts = self._counts(query)
                 simple = query.simplified()
                 tags = simple[0] if counted == "required" else simple[1]  # type: ignore[index]
-                pages = _sweep_pages(self.engine, self.conn, query, self.candidates, operator, bound)
+                pages = _sweep_pages(self.engine, self.conn, query, self.candidates, marker, bound)
                 medians, rows = self._timed(pages, "%s (%s)" % (query_string, label))
                 lines.append(
                     self._line(
@@ -732,12 +766,12 @@ class _Sweeper:
             "filtered pages: id < bound leaves about this many candidates; marker m: id > m",
             "%10s %-15s %5s %9s %9s %9s %9s  %s" % ("page", "query", "rows", *FORMS, "picked"),
         ]
-        for operator, bound, label in SWEEP_PAGES:
+        for marker, bound, label in SWEEP_PAGES:
             for name, query_string, _what in QUERIES:
                 query = parse_tag_query(query_string)
                 if len(query.simplified()[1]) < 2:  # type: ignore[index]
                     continue
-                pages = _sweep_pages(self.engine, self.conn, query, self.candidates, operator, bound)
+                pages = _sweep_pages(self.engine, self.conn, query, self.candidates, marker, bound)
                 medians, rows = self._timed(pages, "%s (%s)" % (name, label))
                 picked = self._picked(pages)
                 lines.append(

@@ -52,11 +52,13 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   outnumber, for a set beside a ``not-tags-any`` on at most
   :data:`PROBED_BESIDE_NOT_ANY_MAX` rows, or beside a required tag rarer
   than the set and than them; beside a ``not-tags-any`` and a required tag
-  over more than :data:`PER_ROW_CANDIDATES_MAX` (not on a page whose
-  marker's range goes inside the subqueries), driven where that tag is
+  over more than :data:`PER_ROW_CANDIDATES_MAX`, driven where that tag is
   on a middling number of rows, the set on at most :data:`GROUPED_ANY_MAX`
   and the two on at most :data:`DRIVEN_BESIDE_NOT_ANY_FACTOR` times the
-  candidates, else one ``EXISTS`` per tag;
+  candidates, else one ``EXISTS`` per tag (on a page whose marker's range
+  goes inside the subqueries, by the rows after it, and driven beside a
+  rare required tag unless the set is larger by
+  :data:`PROBED_AFTER_MARKER_ANY_FACTOR`);
 - the whole query, on PostgreSQL given *counts* and at most
   :data:`PER_ROW_CANDIDATES_MAX` candidates, where the ``tags-any`` is on
   at least :data:`PER_ROW_ANY_FACTOR` times the candidates' rows
@@ -110,6 +112,7 @@ __all__ = [
     "PER_ROW_ANY_FACTOR",
     "PER_ROW_CANDIDATES_MAX",
     "PER_ROW_REQUIRED_FACTOR",
+    "PROBED_AFTER_MARKER_ANY_FACTOR",
     "PROBED_ANY_ALONE_MAX",
     "PROBED_BESIDE_NOT_ANY_MAX",
     "PROBED_REQUIRED_MAX",
@@ -188,10 +191,9 @@ DRIVEN_BESIDE_RARE_MAX_SHARE = 0.25
 #: :data:`GROUPED_ANY_REQUIRED_MAX`, with a set on at most
 #: :data:`GROUPED_ANY_MAX`, is driven when that tag's rows and the set's are
 #: at most this many times the candidates, and otherwise (beside any
-#: required tag) one ``EXISTS`` per tag, never the semi-join (but after a
-#: marker whose range goes inside the tag subqueries, where the semi-join
-#: reads only the set's rows after it: the rules before stand, and lose
-#: after an early marker, doc/tags.rst): PostgreSQL
+#: required tag) one ``EXISTS`` per tag, never the semi-join (after a
+#: marker whose range goes inside the tag subqueries, by the rows after
+#: it: :data:`PROBED_AFTER_MARKER_ANY_FACTOR`): PostgreSQL
 #: checks the ``not-tags-any`` on every candidate before a semi-join's set
 #: narrows them, where the driven form finds the few ids from the tag table
 #: first and one ``EXISTS`` per tag checks the hashed tags first.  Timed
@@ -215,6 +217,28 @@ DRIVEN_BESIDE_RARE_MAX_SHARE = 0.25
 #: the driven form was slower than the form taken in 33 of 40 such pages,
 #: and nothing changes there.
 DRIVEN_BESIDE_NOT_ANY_FACTOR = 2.5
+#: On PostgreSQL, the rule of :data:`DRIVEN_BESIDE_NOT_ANY_FACTOR` on a later
+#: page whose marker's range goes inside the tag subqueries (a filtered
+#: list's next page), read with the rows after the marker (``TagStore``
+#: scales the counts to the planner's share of tag rows after it): where the
+#: rarest required tag is on at most :data:`PROBED_REQUIRED_MAX` rows there,
+#: driven, unless the ``tags-any`` set is on at least this many times its
+#: rows (one ``EXISTS`` per tag, which drives from that tag and probes the
+#: set).  Each tag's own range makes one ``EXISTS`` per tag read its rows
+#: after the marker, where the driven form finds the few ids first.  Timed
+#: on 122 such pages (``bench/tags.py``'s data, 5 or 7 runs each, 27
+#: November 2026; ~27,000, ~58,000, ~62,000 and ~88,000 candidates, 0.06 to
+#: 0.996 of the tag rows after the marker; doc/tags.rst): the semi-join the
+#: store took before was more than 5 % above the straightforward SQL on
+#: 32 of them (up to 3.0 times: ``tags=tag0012&tags-any=tag0005,tag0008``
+#: after ``2``, 154 ms against 51 for one ``EXISTS`` per tag), this rule on
+#: 7 (up to 1.22 times).  Where the required tag is that rare, the set
+#: beside it on 6 or more times its rows took one ``EXISTS`` per tag
+#: (``tags=tag0100&tags-any=tag0005,tag0008`` after ``c``: 5.0 ms against
+#: 12.5 driven), on 1.1 times or fewer the driven form
+#: (``tags=tag0004&tags-any=tag0100,tag0200`` after ``f``: 3.7 ms against
+#: 55 per tag).
+PROBED_AFTER_MARKER_ANY_FACTOR = 3
 #: On PostgreSQL, given counts, ``tags-any`` alone on more than
 #: :data:`GROUPED_ANY_SMALL` rows and at most this many is one ``EXISTS`` per
 #: tag under an ``OR``: PostgreSQL hashes each tag's ids once and scans the
@@ -762,16 +786,8 @@ def _postgresql_form_name(
             return "per-tag"
         if all_of and _rarest(counts, all_of) <= PROBED_REQUIRED_MAX:
             return "per-tag"
-    elif beside_not_any and all_of and _middling(candidates) and not ranged:
-        # After a marker inside its subqueries the semi-join reads only the
-        # set's rows after it (bench/tags.py after marker f, ~62,000
-        # candidates: combined 30 ms against 157 for one EXISTS per tag,
-        # combined rare 5.3 against 81 driven).  A filtered list's later
-        # page with an early marker is left to the semi-join too, which
-        # reads nearly the whole set there: 1.5 to 2 times this rule's form
-        # where nearly all tag rows are after the marker, a tie near 0.6 of
-        # them (doc/tags.rst; a rule by that share is not built).
-        return "driven" if _driven_beside_not_any(all_of, any_of, counts, candidates) else "per-tag"
+    elif beside_not_any and all_of and _middling(candidates):
+        return _beside_not_any_form(all_of, any_of, counts, candidates, ranged=ranged)
     elif _probed_over_few(all_of, any_of, counts, candidates, beside_not_any):
         return "per-tag"
     return "semi-join"
@@ -812,6 +828,37 @@ def _driven_beside_not_any(all_of: frozenset, any_of: frozenset, counts: Mapping
     if not PROBED_REQUIRED_MAX < rarest <= GROUPED_ANY_REQUIRED_MAX or rows > GROUPED_ANY_MAX:
         return False
     return rarest + rows <= DRIVEN_BESIDE_NOT_ANY_FACTOR * candidates
+
+
+def _beside_not_any_form(
+    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, *, ranged: bool
+) -> str:
+    """Driven or per-tag beside a required tag and a ``not-tags-any`` over :func:`_middling` candidates.
+
+    Driven where :func:`_driven_beside_not_any` says so, else one ``EXISTS``
+    per tag; but on a page whose marker's range goes inside the tag
+    subqueries (*ranged*: *counts* are then the rows after the marker,
+    which ``TagStore`` estimates), where the rarest required tag is on at
+    most :data:`PROBED_REQUIRED_MAX` rows, driven too, unless the set is
+    on at least :data:`PROBED_AFTER_MARKER_ANY_FACTOR` times its rows.
+
+    Example::
+
+        >>> after = {"r": 10_000, "a": 5_000, "b": 5_000}
+        >>> _beside_not_any_form(frozenset("r"), frozenset("ab"), after, 58_000, ranged=True)
+        'driven'
+        >>> _beside_not_any_form(frozenset("r"), frozenset("ab"), after, 58_000, ranged=False)
+        'per-tag'
+    """
+    if _driven_beside_not_any(all_of, any_of, counts, candidates):
+        return "driven"
+    rarest = _rarest(counts, all_of)
+    if ranged and rarest <= PROBED_REQUIRED_MAX and _rows(counts, any_of) < PROBED_AFTER_MARKER_ANY_FACTOR * rarest:
+        # One EXISTS per tag reads each tag's rows after the marker through
+        # a range of its own; from a tag that rare the driven form finds
+        # the few ids first (bench/tags.py after marker f: 3.7 ms against 55).
+        return "driven"
+    return "per-tag"
 
 
 def _per_tag_most(beside_not_any: bool) -> int:
@@ -864,12 +911,13 @@ def _form_settled(
     :data:`GROUPED_MIN_CANDIDATES` or more, driven (:func:`_driven`: fewer
     rows keep both of its bounds) and grouped without a required tag; over
     fewer, one ``EXISTS`` per tag beside a required tag and the semi-join
-    beside one on at least the set's rows (:func:`_probed_over_few`; the
-    rule beside a ``not-tags-any`` over middling candidates,
-    :func:`_driven_beside_not_any`, is not for such a page);
-    without one, beside a ``not-tags-any`` (*beside_not_any*: whatever the
-    share, the whole table's counts choose between one ``EXISTS`` per tag
-    and the semi-join) and wherever the whole table's give the semi-join.
+    beside one on at least the set's rows (:func:`_probed_over_few`), but
+    never beside a required tag and a ``not-tags-any`` over middling
+    candidates (:func:`_beside_not_any_form` reads the rows after the
+    marker, and fewer may change its form either way); without a required tag,
+    beside a ``not-tags-any`` (*beside_not_any*: whatever the share, the
+    whole table's counts choose between one ``EXISTS`` per tag and the
+    semi-join) and wherever the whole table's give the semi-join.
     Up to rounding: the store rounds each scaled count alone, so beside a
     rarest required tag on about as many rows as the set (where the two
     forms cost alike) the page after the marker may get the other form
@@ -885,6 +933,8 @@ def _form_settled(
         if all_of:
             return _driven(all_of, any_of, counts, candidates)
         return _any_is_small(all_of, any_of, counts)
+    if all_of and beside_not_any and _middling(candidates):
+        return False
     if all_of:
         # Scaling keeps the rarest tag's share of the set's rows and makes it
         # only fewer than the candidates: per-tag stays per-tag, and a rarest

@@ -92,7 +92,8 @@ def test_small_run_on_both_servers_reports_every_query():
         sizes, rest = proc.stdout.split("beside a not-tags-any")
         not_any, rest = rest.split("beside a rare required tag")
         rare_required, rest = rest.split("beside a required tag and a not-tags-any")
-        required_not_any, _ = rest.split("filtered pages")
+        required_not_any, rest = rest.split("later pages of a filtered list")
+        later, _ = rest.split("filtered pages")
         sweep_rows = [line.split() for line in sizes.splitlines() if "tags-any=" in line]
         expected = sum(1 for r in bench_tags.SWEEP_REQUIRED for pair in bench_tags.SWEEP_ANY if r not in pair)
         assert len(sweep_rows) == expected, proc.stdout
@@ -127,6 +128,13 @@ def test_small_run_on_both_servers_reports_every_query():
         for _, _, label in bench_tags.SWEEP_REQUIRED_NOT_ANY_PAGES:
             assert sum(fields[0] == label for fields in both) == per_page, proc.stdout
         assert len(both) == per_page * len(bench_tags.SWEEP_REQUIRED_NOT_ANY_PAGES), proc.stdout
+        # Later pages of a filtered list: each query on each page.
+        later_rows = [line.split() for line in later.splitlines() if "&not-tags-any=" in line]
+        per_page = len(bench_tags.SWEEP_LATER_SETS) + 2  # and combined, combined rare
+        for _, _, label in bench_tags.SWEEP_LATER_PAGES:
+            assert sum(fields[0] == label for fields in later_rows) == per_page, proc.stdout
+        assert len(later_rows) == per_page * len(bench_tags.SWEEP_LATER_PAGES), proc.stdout
+        assert all(fields[-2] in {"per-row", "driven", "grouped", "semi", "per-tag"} for fields in later_rows)
         # Then the forms on pages whose own condition leaves fewer
         # candidates, each row naming the form the store picked.
         filtered = proc.stdout.split("filtered pages")[1].splitlines()[2:]

@@ -30,6 +30,7 @@ from tenancy_mw.tags.sql import (
     PER_ROW_ANY_FACTOR,
     PER_ROW_CANDIDATES_MAX,
     PER_ROW_REQUIRED_FACTOR,
+    PROBED_AFTER_MARKER_ANY_FACTOR,
     PROBED_ANY_ALONE_MAX,
     PROBED_BESIDE_NOT_ANY_MAX,
     PROBED_REQUIRED_MAX,
@@ -573,10 +574,10 @@ def test_beside_a_not_tags_any_middling_candidates_are_driven_or_per_tag_never_t
     # and than the set (_probed_over_few would keep it) is per tag here.
     assert _pg_form(query, {"r": 500_000, "x": 200_000, "y": 100_000}, 62_000) == "per-tag"
     assert _pg_form("tags=r&tags-any=x,y", {"r": 500_000, "x": 200_000, "y": 100_000}, 62_000) == "semi-join"
-    # After a marker whose range goes inside the subqueries, as before: the
-    # semi-join reads only the set's rows after it (combined after marker f).
-    assert _pg_form(query, at_most, least, marker="f") == "semi-join"
-    assert _pg_form(query, {"r": 7_000, "x": 30_000, "y": 9_000}, least, marker="f") == "per-tag"  # _probed_over_few
+    # After a marker whose range goes inside the subqueries, the same rule
+    # on the rows after it (the next test).
+    assert _pg_form(query, at_most, least, marker="f") == "driven"
+    assert _pg_form(query, {"r": 7_000, "x": 30_000, "y": 9_000}, least, marker="f") == "per-tag"
     # A marker that stays outside (an id column that sorts otherwise): the rule holds.
     from sqlalchemy.dialects import postgresql
 
@@ -591,6 +592,48 @@ def test_beside_a_not_tags_any_middling_candidates_are_driven_or_per_tag_never_t
     # Without counts or candidates: the semi-join.
     assert _pg_form(query, None, 94_000) == "semi-join"
     assert _pg_form(query, at_most, None) == "semi-join"
+
+
+def test_after_a_marker_beside_a_not_tags_any_a_rare_required_tag_drives_unless_the_set_is_larger():
+    """A filtered list's later page: counts of the rows after the marker; one EXISTS per tag reads them a range each."""
+    query = "tags=r&tags-any=x,y&not-tags-any=a,b"
+    rare = PROBED_REQUIRED_MAX
+    factor = PROBED_AFTER_MARKER_ANY_FACTOR
+    for candidates in (PER_ROW_CANDIDATES_MAX + 1, 58_000, GROUPED_MIN_CANDIDATES - 1):
+        # The rarest required tag on at most PROBED_REQUIRED_MAX rows after
+        # the marker: driven while the set is on fewer than the factor times
+        # its rows, one EXISTS per tag from there (it drives from that tag).
+        below = {"r": rare, "x": factor * rare - 1, "y": 0}
+        at = {"r": rare, "x": factor * rare, "y": 0}
+        assert _pg_form(query, below, candidates, marker="m") == "driven", candidates
+        assert _pg_form(query, at, candidates, marker="m") == "per-tag", candidates
+        # On a first page the same counts are one EXISTS per tag (rarer than
+        # PROBED_REQUIRED_MAX: it drives), as before.
+        assert _pg_form(query, below, candidates) == "per-tag", candidates
+        # A required tag the statistics do not show (0 rows): one EXISTS per tag.
+        assert _pg_form(query, {"r": 0, "x": 10, "y": 10}, candidates, marker="m") == "per-tag"
+        # Over more rows the rule of DRIVEN_BESIDE_NOT_ANY_FACTOR, as on a first
+        # page; never the semi-join.
+        many = {"r": rare + 1, "x": 10_000, "y": 0}
+        expected = "driven" if rare + 1 + 10_000 <= DRIVEN_BESIDE_NOT_ANY_FACTOR * candidates else "per-tag"
+        assert _pg_form(query, many, candidates, marker="m") == expected == _pg_form(query, many, candidates)
+        common = {"r": GROUPED_ANY_REQUIRED_MAX + 1, "x": 10_000, "y": 0}
+        assert _pg_form(query, common, candidates, marker="m") == "per-tag"
+    # Only over middling candidates: over GROUPED_MIN_CANDIDATES the rules
+    # of many (from a tag this rare, one EXISTS per tag), over fewer than
+    # PER_ROW_CANDIDATES_MAX those of few.
+    below = {"r": rare, "x": factor * rare - 1, "y": 0}
+    assert _pg_form(query, below, GROUPED_MIN_CANDIDATES, marker="m") == "per-tag"
+    assert _pg_form(query, {"r": 20_000, "x": 30_000, "y": 0}, PER_ROW_CANDIDATES_MAX, marker="m") == "per-tag"
+    # A marker that stays outside the subqueries (an id column that sorts
+    # otherwise): the first page's rule.
+    from sqlalchemy.dialects import postgresql
+
+    loose = sa.table("loose", sa.column("id", sa.String(40, collation="und-x-icu")))
+    condition = parse_tag_query(query).where(loose.c.id, TABLES.tags, below, 58_000, marker="m")
+    assert "GROUP BY" not in str(condition.compile(dialect=postgresql.dialect()))
+    # Beside a not-tags alone the rule is not taken.
+    assert _pg_form("tags=r&tags-any=x,y&not-tags=a", below, 58_000, marker="m") != "driven"
 
 
 def test_over_few_candidates_a_not_tags_any_of_two_tags_is_probed_per_row():

@@ -437,6 +437,10 @@ def test_where_reads_only_what_can_change_the_form(migrated_url):
         assert page_after(tag_store, "tags=mid&tags-any=big,large", 50_000)[1] == 2
         # A form that fewer rows could change: the planner is asked for the share.
         assert page_after(tag_store, "tags-any=mid,least")[1] == 2
+        # Beside a required tag and a not-tags-any over middling candidates
+        # the rows after the marker choose the form, whatever it is before.
+        assert page_after(tag_store, "tags=large&tags-any=mid,least&not-tags-any=a,b", 62_000)[1] == 2
+        assert page_after(tag_store, "tags=rare&tags-any=mid,least&not-tags-any=a,b", 62_000)[1] == 2
         # The driven form refused for the rows it would read (567,000 over
         # 100,000 candidates), one EXISTS per tag: a later page's share may allow it.
         assert page_after(tag_store, "tags=least&tags-any=mid,big") == ("per-tag", 2)
@@ -715,28 +719,57 @@ def test_an_explain_without_a_rows_column_is_no_estimate(make_database):
         store.close()
 
 
-def test_postgresql_chooses_the_form_for_the_tag_rows_after_the_marker(pg_store):
-    """A later page reads only the share of each tag's rows after the marker: the form is chosen for that share."""
-    store = pg_store
+def _forms_after_markers(store, tag_rows: str, query_string: str, candidates: int):
+    """The tag table filled by *tag_rows* (a SELECT of resource_id, tag) and analysed: the form of each page.
+
+    The returned ``form(marker)`` is PostgreSQL's form of *query_string*
+    on the page after *marker*, over *candidates*.
+    """
     with store.engine.begin() as conn:
-        # 40,000 rows of tags-any (x and y), more than GROUPED_ANY_SMALL.
-        conn.exec_driver_sql(
-            "INSERT INTO tenancy_mw_tags (resource_id, tag)"
-            " SELECT 'r' || lpad(n::text, 6, '0'), CASE WHEN mod(n, 2) = 0 THEN 'x' ELSE 'y' END"
-            " FROM generate_series(0, 39999) AS n"
-        )
+        conn.exec_driver_sql("INSERT INTO tenancy_mw_tags (resource_id, tag) " + tag_rows)
     _analysed(store)
     servers = sa.table("servers", sa.column("id", sql.ExactString(40)))
-    query = parse_tag_query("tags-any=x,y")
+    query = parse_tag_query(query_string)
 
     def form(marker):
-        condition = store.where(query, servers.c.id, GROUPED_MIN_CANDIDATES, marker=marker)
+        condition = store.where(query, servers.c.id, candidates, marker=marker)
         return form_of(str(condition.compile(store.engine)))
 
+    return form
+
+
+def test_postgresql_chooses_the_form_for_the_tag_rows_after_the_marker(pg_store):
+    """A later page reads only the share of each tag's rows after the marker: the form is chosen for that share."""
+    # 40,000 rows of tags-any (x and y), more than GROUPED_ANY_SMALL.
+    form = _forms_after_markers(
+        pg_store,
+        "SELECT 'r' || lpad(n::text, 6, '0'), CASE WHEN mod(n, 2) = 0 THEN 'x' ELSE 'y' END"
+        " FROM generate_series(0, 39999) AS n",
+        "tags-any=x,y",
+        GROUPED_MIN_CANDIDATES,
+    )
     assert GROUPED_ANY_SMALL < 40_000
     assert form(None) == "per-tag"
     # After r036000 a tenth of them is left: PostgreSQL sorts that few whole.
     assert form("r036000") == "grouped"
+
+
+def test_a_filtered_lists_later_page_beside_a_not_tags_any_is_chosen_for_the_rows_after_its_marker(pg_store):
+    """Early marker: the first page's rule; late marker: few rows of the required tag left, driven from them."""
+    # r on 40,000 resources, x on 20,000 of them and y on 10,000: 70,000
+    # rows, over 2.5 times 25,000 candidates (DRIVEN_BESIDE_NOT_ANY_FACTOR).
+    form = _forms_after_markers(
+        pg_store,
+        "SELECT 'r' || lpad(n::text, 6, '0'), tag FROM generate_series(0, 39999) AS n,"
+        " LATERAL (VALUES ('r'), (CASE WHEN mod(n, 2) = 0 THEN 'x' WHEN mod(n, 4) = 1 THEN 'y' END)) AS t(tag)"
+        " WHERE tag IS NOT NULL",
+        "tags=r&tags-any=x,y&not-tags-any=a,b",
+        25_000,
+    )
+    assert form(None) == "per-tag"
+    assert form("r000100") == "per-tag"  # nearly every row after it
+    # After r036000 a tenth is left: 4,000 rows of r, 3,000 of the set.
+    assert form("r036000") == "driven"
 
 
 @pytest.mark.parametrize("backend", ["postgresql", "mariadb"])
