@@ -151,11 +151,12 @@ SWEEP_REQUIRED_NOT_ANY_SETS = [0, 2, 5, 6, 8]
 SWEEP_REQUIRED_NOT_ANY_PAGES = [(None, "06", "~23,000"), (None, "1", "~62,000"), (None, "18", "~94,000")]
 #: ``--sweep``: later pages of a filtered list, beside a required tag and a
 #: ``not-tags-any`` (:data:`tenancy_mw.tags.sql.PROBED_AFTER_MARKER_ANY_FACTOR`):
-#: the required tags (ranks) and sets of :data:`SWEEP_LATER_SETS` beside
-#: :data:`SWEEP_NOT_ANY`, and ``combined`` and ``combined rare``, on pages
-#: ``id > marker AND id < bound`` of ~58,600 candidates each, from where
-#: nearly every tag row is after the marker to where an eighth is.
+#: each required tag (rank) beside its set (ranks) and :data:`SWEEP_NOT_ANY`,
+#: and ``combined`` and ``combined rare``, on each page of :data:`SWEEP_LATER_PAGES`.
 SWEEP_LATER_SETS = [(4, (10, 30)), (4, (100, 200)), (20, (40, 60)), (100, (5, 8)), (2, (10, 30)), (12, (5, 8))]
+#: ``--sweep``: the pages of :data:`SWEEP_LATER_SETS`: (marker, bound, label),
+#: ``id > marker AND id < bound``, ~58,600 candidates each, from where nearly
+#: every tag row is after the marker to where an eighth is.
 SWEEP_LATER_PAGES = [
     ("01", "1", "01..1"),
     ("4", "4f", "4..4f"),
@@ -520,12 +521,20 @@ SWEEP_PAGES = [
 ]
 
 
-def _three_forms(query: TagQuery, candidates: int) -> dict:
-    """The grouped form (counts of 0 force it), the semi-join (no counts) and the straightforward SQL."""
+def _three_forms(query: TagQuery, candidates: int, marker: str | None = None) -> dict:
+    """The grouped form (counts of 0 force it), the semi-join (no counts) and the straightforward SQL.
+
+    After *marker*, each holds only the ids after it: the library's two
+    forms with its range inside their subqueries too, as the store writes
+    them; the straightforward SQL with ``id > marker`` beside it.
+    """
+    plain = straightforward(query, RESOURCES.c.id)
     return {
-        "grouped": query.where(RESOURCES.c.id, counts=dict.fromkeys(query.tags_to_count(), 0), candidates=candidates),
-        "semi": query.where(RESOURCES.c.id),
-        "plain": straightforward(query, RESOURCES.c.id),
+        "grouped": query.where(
+            RESOURCES.c.id, counts=dict.fromkeys(query.tags_to_count(), 0), candidates=candidates, marker=marker
+        ),
+        "semi": query.where(RESOURCES.c.id, marker=marker),
+        "plain": plain if marker is None else sa.and_(plain, RESOURCES.c.id > marker),
     }
 
 
@@ -566,9 +575,7 @@ def _sweep_pages(engine, conn, query: TagQuery, candidates: int, marker: str | N
     page = sa.select(RESOURCES.c.id).order_by(RESOURCES.c.id).limit(PAGE)
     if bound is not None:
         page = page.where(RESOURCES.c.id < bound)
-    pages = {}
-    for form, condition in _three_forms(query, candidates).items():
-        pages[form] = page.where(condition) if marker is None else page.where(condition, RESOURCES.c.id > marker)
+    pages = {form: page.where(condition) for form, condition in _three_forms(query, candidates, marker).items()}
     pages["ours"] = TagStore(engine).apply(page, query, RESOURCES.c.id, marker=marker, limit=PAGE, connection=conn)
     return pages
 
@@ -720,7 +727,7 @@ class _Sweeper:
         queries += [query for name, query, _ in QUERIES if name in ("combined", "combined rare")]
         title = (
             "later pages of a filtered list: m..b is id > m and id < b (~58,600 candidates), after m"
-            " 0.996 of the tag rows (01), 0.75 (4), 0.5 (8), 0.25 (c), 0.125 (e)"
+            " 0.996 of the tag rows (01), 0.75 (4), 0.5 (8), 0.25 (c), 0.125 (e); required: its rows in the whole table"
         )
         return self._beside(title, "required", SWEEP_LATER_PAGES, queries)
 

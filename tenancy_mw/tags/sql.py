@@ -224,20 +224,21 @@ DRIVEN_BESIDE_NOT_ANY_FACTOR = 2.5
 #: rarest required tag is on at most :data:`PROBED_REQUIRED_MAX` rows there,
 #: driven, unless the ``tags-any`` set is on at least this many times its
 #: rows (one ``EXISTS`` per tag, which drives from that tag and probes the
-#: set).  Each tag's own range makes one ``EXISTS`` per tag read its rows
-#: after the marker, where the driven form finds the few ids first.  Timed
-#: on 122 such pages (``bench/tags.py``'s data, 5 or 7 runs each, 27
-#: November 2026; ~27,000, ~58,000, ~62,000 and ~88,000 candidates, 0.06 to
-#: 0.996 of the tag rows after the marker; doc/tags.rst): the semi-join the
-#: store took before was more than 5 % above the straightforward SQL on
-#: 32 of them (up to 3.0 times: ``tags=tag0012&tags-any=tag0005,tag0008``
-#: after ``2``, 154 ms against 51 for one ``EXISTS`` per tag), this rule on
-#: 7 (up to 1.22 times).  Where the required tag is that rare, the set
-#: beside it on 6 or more times its rows took one ``EXISTS`` per tag
+#: set); the driven form finds the few ids from the tag rows after the
+#: marker first.  Timed on 122 such pages, apart from the bench's runs
+#: (``bench/tags.py``'s data, 5 or 7 runs each, 27 November 2026; ~27,000,
+#: ~58,000, ~62,000 and ~88,000 candidates, 0.06 to 0.996 of the tag rows
+#: after the marker; doc/tags.rst): the store's pick was more than 5 %
+#: above the straightforward SQL on 32 of them before this rule (mostly the
+#: semi-join; up to 3.0 times: ``tags=tag0002&tags-any=tag0100,tag0200``
+#: over ~27,000 after ``2``, 55.1 ms against 18.3), on 6 with it (up to
+#: 1.16 times).  Where the required tag is that rare, the set beside it on
+#: 6 or more times its rows took one ``EXISTS`` per tag
 #: (``tags=tag0100&tags-any=tag0005,tag0008`` after ``c``: 5.0 ms against
 #: 12.5 driven), on 1.1 times or fewer the driven form
 #: (``tags=tag0004&tags-any=tag0100,tag0200`` after ``f``: 3.7 ms against
-#: 55 per tag).
+#: 55 per tag); no page had a ratio between, so 3 lies between the two,
+#: not on a measured crossing.
 PROBED_AFTER_MARKER_ANY_FACTOR = 3
 #: On PostgreSQL, given counts, ``tags-any`` alone on more than
 #: :data:`GROUPED_ANY_SMALL` rows and at most this many is one ``EXISTS`` per
@@ -418,7 +419,10 @@ def tag_condition(
         ``tags-any``; on MySQL/MariaDB, whatever the candidates, that of a
         ``tags-any`` beside no excluded tag (:data:`MYSQL_SEMI_JOIN_MAX`;
         there the counts of the rows after *marker* serve best, whole-table
-        ones err towards one ``EXISTS`` per tag).  The rows found never
+        ones err towards one ``EXISTS`` per tag; so they do on PostgreSQL
+        where *marker* goes inside the subqueries, as
+        :class:`~tenancy_mw.tags.store.TagStore` scales them: whole-table
+        ones there read as a first page's).  The rows found never
         depend on it, only the speed.
     :param candidates: about how many rows the caller's query selects
         before this condition: a page over a whole large collection (an
@@ -766,7 +770,9 @@ def _postgresql_form_name(
     *all_of* and *any_of*: the required and ``tags-any`` tags of the
     simplified query; *beside_not_any*: it has a ``not-tags-any``;
     *ranged*: the page's marker goes inside the tag subqueries (the
-    semi-join then reads only the set's rows after it).  The rules are the
+    semi-join then reads only the set's rows after it; beside a required
+    tag and a ``not-tags-any`` over middling candidates *counts* are read
+    as the rows after the marker, :func:`_beside_not_any_form`).  The rules are the
     module doc's; :func:`tag_condition` builds the SQL of the form named
     here.
 
@@ -854,9 +860,9 @@ def _beside_not_any_form(
         return "driven"
     rarest = _rarest(counts, all_of)
     if ranged and rarest <= PROBED_REQUIRED_MAX and _rows(counts, any_of) < PROBED_AFTER_MARKER_ANY_FACTOR * rarest:
-        # One EXISTS per tag reads each tag's rows after the marker through
-        # a range of its own; from a tag that rare the driven form finds
-        # the few ids first (bench/tags.py after marker f: 3.7 ms against 55).
+        # From a tag that rare after the marker the driven form finds the
+        # few ids first (bench/tags.py's data after marker f: 3.7 ms
+        # against 55 for one EXISTS per tag).
         return "driven"
     return "per-tag"
 
@@ -911,10 +917,11 @@ def _form_settled(
     :data:`GROUPED_MIN_CANDIDATES` or more, driven (:func:`_driven`: fewer
     rows keep both of its bounds) and grouped without a required tag; over
     fewer, one ``EXISTS`` per tag beside a required tag and the semi-join
-    beside one on at least the set's rows (:func:`_probed_over_few`), but
-    never beside a required tag and a ``not-tags-any`` over middling
-    candidates (:func:`_beside_not_any_form` reads the rows after the
-    marker, and fewer may change its form either way); without a required tag,
+    beside one on at least the set's rows (:func:`_probed_over_few`); beside
+    a required tag and a ``not-tags-any`` over middling candidates
+    (:func:`_beside_not_any_form`, by the rows after the marker) only where
+    the rarest required tag is on at most :data:`PROBED_REQUIRED_MAX` rows
+    (fewer rows keep it so, and the set's ratio to it); without a required tag,
     beside a ``not-tags-any`` (*beside_not_any*: whatever the share, the
     whole table's counts choose between one ``EXISTS`` per tag and the
     semi-join) and wherever the whole table's give the semi-join.
@@ -934,7 +941,8 @@ def _form_settled(
             return _driven(all_of, any_of, counts, candidates)
         return _any_is_small(all_of, any_of, counts)
     if all_of and beside_not_any and _middling(candidates):
-        return False
+        # Fewer rows keep a tag that rare, and the set's ratio to it.
+        return _rarest(counts, all_of) <= PROBED_REQUIRED_MAX
     if all_of:
         # Scaling keeps the rarest tag's share of the set's rows and makes it
         # only fewer than the candidates: per-tag stays per-tag, and a rarest

@@ -579,7 +579,9 @@ class TagStore:
         if after is None or not every:
             return counts
         share = min(1.0, after / every)
-        return {tag: int(round(count * share)) for tag, count in counts.items()}
+        # A required tag counted to its cap (_required_outside) is at least
+        # that common, as a tag left out: scaled, it would read as a number of rows.
+        return {tag: count if count == TAG_COUNT_CAP else int(round(count * share)) for tag, count in counts.items()}
 
     def _estimated_counts(
         self, all_of: frozenset, any_of: frozenset, statistics: TagStatistics, connection: sa.Connection | None

@@ -615,10 +615,15 @@ def test_after_a_marker_beside_a_not_tags_any_a_rare_required_tag_drives_unless_
         # Over more rows the rule of DRIVEN_BESIDE_NOT_ANY_FACTOR, as on a first
         # page; never the semi-join.
         many = {"r": rare + 1, "x": 10_000, "y": 0}
-        expected = "driven" if rare + 1 + 10_000 <= DRIVEN_BESIDE_NOT_ANY_FACTOR * candidates else "per-tag"
-        assert _pg_form(query, many, candidates, marker="m") == expected == _pg_form(query, many, candidates)
+        assert _pg_form(query, many, candidates, marker="m") == "driven" == _pg_form(query, many, candidates)
         common = {"r": GROUPED_ANY_REQUIRED_MAX + 1, "x": 10_000, "y": 0}
         assert _pg_form(query, common, candidates, marker="m") == "per-tag"
+    # One row over PROBED_REQUIRED_MAX the driven form needs that rule: the
+    # rows on at most DRIVEN_BESIDE_NOT_ANY_FACTOR times the candidates.
+    over = {"r": rare + 1, "x": 40_000, "y": 0}
+    assert rare + 1 + 40_000 > DRIVEN_BESIDE_NOT_ANY_FACTOR * (PER_ROW_CANDIDATES_MAX + 1)
+    assert _pg_form(query, over, PER_ROW_CANDIDATES_MAX + 1, marker="m") == "per-tag"
+    assert _pg_form(query, over | {"r": rare}, PER_ROW_CANDIDATES_MAX + 1, marker="m") == "driven"
     # Only over middling candidates: over GROUPED_MIN_CANDIDATES the rules
     # of many (from a tag this rare, one EXISTS per tag), over fewer than
     # PER_ROW_CANDIDATES_MAX those of few.

@@ -299,13 +299,16 @@ def test_statistics_are_reused_for_statistics_ttl_seconds(migrated_url):
         fresh.close()
 
 
-def _form(store, query_string, statistics, candidates=10**7):
-    """The form of tags-any the store takes on PostgreSQL over a large collection, given these statistics."""
+def _form(store, query_string, statistics, candidates=10**7, marker=None):
+    """The form of tags-any the store takes on PostgreSQL over a large collection, given these statistics.
+
+    After *marker*, on an id column that sorts as the tag table's (its range goes inside the subqueries).
+    """
     from sqlalchemy.dialects import postgresql
 
     store._statistics = (statistics, float("inf"))  # as if just read from pg_stats
-    servers = sa.table("servers", sa.column("id"))
-    condition = store.where(parse_tag_query(query_string), servers.c.id, candidates)
+    servers = sa.table("servers", sa.column("id", sql.ExactString(40) if marker else None))
+    condition = store.where(parse_tag_query(query_string), servers.c.id, candidates, marker=marker)
     return form_of(str(condition.compile(dialect=postgresql.dialect())))
 
 
@@ -393,6 +396,10 @@ def test_required_tags_outside_the_common_ones_are_counted_where_the_statistics_
         middling = TagStatistics({"x": 30_000, "y": 30_000}, other=100, changed=0)
         assert _form(tag_store, "tags=many&tags-any=x,y&not-tags-any=a,b", middling, 90_000) == "per-tag"
         assert _form(tag_store, "tags=plenty&tags-any=x,y&not-tags-any=a,b", middling, 90_000) == "driven"
+        # After a marker the count at the cap stays common, not scaled to the
+        # rows after it as a number (a twentieth: 10,000, which would drive).
+        _analysed(tag_store)
+        assert _form(tag_store, "tags=many&tags-any=x,y&not-tags-any=a,b", middling, 90_000, "r70000") == "per-tag"
     finally:
         with tag_store.engine.begin() as conn:
             conn.execute(tag_store.tags.delete())
@@ -438,9 +445,11 @@ def test_where_reads_only_what_can_change_the_form(migrated_url):
         # A form that fewer rows could change: the planner is asked for the share.
         assert page_after(tag_store, "tags-any=mid,least")[1] == 2
         # Beside a required tag and a not-tags-any over middling candidates
-        # the rows after the marker choose the form, whatever it is before.
+        # the rows after the marker choose the form; a required tag already
+        # on at most PROBED_REQUIRED_MAX rows keeps it (and the set's ratio).
         assert page_after(tag_store, "tags=large&tags-any=mid,least&not-tags-any=a,b", 62_000)[1] == 2
-        assert page_after(tag_store, "tags=rare&tags-any=mid,least&not-tags-any=a,b", 62_000)[1] == 2
+        assert page_after(tag_store, "tags=least&tags-any=x,y&not-tags-any=a,b", 62_000) == ("driven", 0)
+        assert page_after(tag_store, "tags=least&tags-any=mid,large&not-tags-any=a,b", 62_000) == ("per-tag", 0)
         # The driven form refused for the rows it would read (567,000 over
         # 100,000 candidates), one EXISTS per tag: a later page's share may allow it.
         assert page_after(tag_store, "tags=least&tags-any=mid,big") == ("per-tag", 2)
