@@ -39,9 +39,9 @@ def build(options):
         middleware.store.close()
 
 
-def expiry_wait(options) -> float:
-    """Seconds after which a 1-second item is surely gone: memcached counts whole seconds on its own clock."""
-    return 2.2 if options["backend"] == "memcached" else 1.2
+def expiry_wait(options, ttl: int = 1) -> float:
+    """Seconds after which an item of *ttl* seconds is surely gone: memcached counts whole seconds on its own clock."""
+    return ttl + (1.2 if options["backend"] == "memcached" else 0.2)
 
 
 def new_token() -> str:
@@ -268,15 +268,18 @@ def test_expired_record_lets_the_token_run_again(build, options):
 
 def test_slow_first_request_never_overwrites_the_newer_owner(build, options, caplog):
     """Lease expiry: A's claim runs out while A is still working; B claims, runs, stores; A's late answer loses."""
-    expired_after = expiry_wait(options)
+    # A 2-second lease: memcached's whole-second clock may end a 1-second
+    # one at once, so B's own claim could run out before B stores (seen
+    # under make test's load: B's response not stored, the replay ran again).
+    expired_after = expiry_wait(options, ttl=2)
     app = CountingApp(sleep_first=expired_after + 0.8)
-    idem = build(app, lease_ttl="1")
+    idem = build(app, lease_ttl="2")
     token = new_token()
     results = {}
     slow = threading.Thread(target=lambda: results.setdefault("a", post(idem, token)))
     with caplog.at_level(logging.WARNING, logger="tenancy_mw.idempotency.filter"):
         slow.start()
-        time.sleep(expired_after)  # A's 1 s lease is gone
+        time.sleep(expired_after)  # A's 2 s lease is gone
         b = post(idem, token)
         slow.join()
     assert b[0] == 201
