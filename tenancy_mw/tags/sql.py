@@ -418,12 +418,9 @@ def tag_condition(
         common).  With *candidates*, it shapes PostgreSQL's form of
         ``tags-any``; on MySQL/MariaDB, whatever the candidates, that of a
         ``tags-any`` beside no excluded tag (:data:`MYSQL_SEMI_JOIN_MAX`;
-        there the counts of the rows after *marker* serve best, whole-table
-        ones err towards one ``EXISTS`` per tag; so they do on PostgreSQL
-        where *marker* goes inside the subqueries, as
-        :class:`~tenancy_mw.tags.store.TagStore` scales them: whole-table
-        ones there read as a first page's).  The rows found never
-        depend on it, only the speed.
+        there, and on PostgreSQL where *marker* goes inside the subqueries,
+        counts of the rows after *marker* serve best, as ``TagStore`` gives
+        them).  The rows found never depend on it, only the speed.
     :param candidates: about how many rows the caller's query selects
         before this condition: a page over a whole large collection (an
         administrator's list of every tenant's resources) passes the table's
@@ -927,8 +924,10 @@ def _form_settled(
     semi-join) and wherever the whole table's give the semi-join.
     Up to rounding: the store rounds each scaled count alone, so beside a
     rarest required tag on about as many rows as the set (where the two
-    forms cost alike) the page after the marker may get the other form
-    than the one said settled.
+    forms cost alike), or a set on about
+    :data:`PROBED_AFTER_MARKER_ANY_FACTOR` times its rows, or a required
+    tag that scales to 0 rows (then one ``EXISTS`` per tag), the page
+    after the marker may get the other form than the one said settled.
     """
     if _per_row(all_of, any_of, _Counts(counts, candidates), alone=False):
         # Fewer rows after the marker may make the sets too small for it

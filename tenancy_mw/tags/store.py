@@ -321,7 +321,7 @@ class TagStore:
         beside them; elsewhere one ``EXISTS`` per tag, the straightforward SQL; where that bound
         is over :data:`~tenancy_mw.tags.sql.PROBED_REQUIRED_MAX` rows, such a tag is counted, up
         to :data:`~tenancy_mw.tags.sql.DRIVEN_REQUIRED_MAX` + 1 index entries, and at that cap
-        taken as common), and none counts
+        taken as common, the statistics' bound or ``TAG_COUNT_CAP``), and none counts
         at all when more than :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
         PostgreSQL gathered them.  After a *marker* (where its range goes inside the tag subqueries)
         they are scaled to the share of the tag rows after it, as the planner estimates it (two
@@ -579,9 +579,7 @@ class TagStore:
         if after is None or not every:
             return counts
         share = min(1.0, after / every)
-        # A required tag counted to its cap (_required_outside) is at least
-        # that common, as a tag left out: scaled, it would read as a number of rows.
-        return {tag: count if count == TAG_COUNT_CAP else int(round(count * share)) for tag, count in counts.items()}
+        return {tag: int(round(count * share)) for tag, count in counts.items()}
 
     def _estimated_counts(
         self, all_of: frozenset, any_of: frozenset, statistics: TagStatistics, connection: sa.Connection | None
@@ -610,8 +608,9 @@ class TagStore:
         :data:`~tenancy_mw.tags.sql.PROBED_REQUIRED_MAX`: "rare" may then be
         common enough that the driven form's share for a rare tag reads
         too many rows.  A bounded read of the tag index; a tag at the cap
-        counts as common (:data:`~tenancy_mw.tags.sql.TAG_COUNT_CAP`, as a
-        tag left out); if the read fails (logged), *ceiling* for each.
+        counts as common: *ceiling*, or :data:`~tenancy_mw.tags.sql.TAG_COUNT_CAP`
+        (as a tag left out) if that is more; if the read fails (logged),
+        *ceiling* for each.
         """
         if not tags:
             return {}
@@ -622,8 +621,11 @@ class TagStore:
             LOG.warning("Could not count the required tags of a tag query: %s", sql.error_summary(exc))
             return dict.fromkeys(tags, ceiling)
         # A count at the cap is "at least": common, as an uncounted tag, for
-        # the rules that read past it (GROUPED_ANY_REQUIRED_MAX).
-        return {tag: TAG_COUNT_CAP if count >= cap else count for tag, count in counted.items()}
+        # the rules that read past it (GROUPED_ANY_REQUIRED_MAX); outside the
+        # statistics' list it is at most *ceiling*, the bound a later page
+        # scales to the rows after its marker.
+        common = max(ceiling, TAG_COUNT_CAP)
+        return {tag: common if count >= cap else count for tag, count in counted.items()}
 
     def tag_statistics(self, connection: sa.Connection | None = None) -> TagStatistics | None:
         """PostgreSQL's estimate of how many resources carry each tag, reused for ``statistics_ttl`` seconds.

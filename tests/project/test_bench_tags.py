@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from tenancy_mw.tags.model import parse_tag_query
 from tests.conftest import require
 from tests.support import databases
+from tests.support.bench import bench_module
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "bench" / "tags.py"
@@ -26,21 +27,12 @@ def run_bench(*arguments: str) -> subprocess.CompletedProcess:
     return proc
 
 
-def _bench_module():
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        import tags as bench_tags
-    finally:
-        sys.path.remove(str(REPO / "bench"))
-    return bench_tags
-
-
 def test_every_postgresql_session_of_the_bench_has_jit_as_asked():
     """``--jit off``: JIT off in each session; ``--jit loaded``: on and LLVM already in each session's process."""
     admin = databases.admin_engine(databases.POSTGRES_ADMIN_URL)
     require(admin is not None, "postgresql")
     admin.dispose()
-    bench_tags = _bench_module()
+    bench_tags = bench_module("tags")
     saved = bench_tags.DATABASE, bench_tags.JIT_MODE
     bench_tags.DATABASE = sa.make_url(bench_tags.ADMIN_URLS["postgresql"]).database
     try:
@@ -67,7 +59,7 @@ def test_small_run_on_both_servers_reports_every_query():
         engines[backend] = engine
     try:
         proc = run_bench("--database", name, "--resources", "3000", "--repeats", "2")
-        bench_tags = _bench_module()
+        bench_tags = bench_module("tags")
         lines = proc.stdout.splitlines()
         for backend in ("postgresql", "mariadb"):
             for query_name, _, _ in bench_tags.QUERIES:

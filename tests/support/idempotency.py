@@ -25,13 +25,17 @@ class CountingApp:
 
     :param status: the status line it answers.
     :param sleep: seconds each call takes (0 for none); ``sleep_first`` only the first.
+    :param first_waits_for: a :class:`threading.Event` the first call waits for (up to 30 s) before answering.
     :param body_size: answer with this many bytes instead of the JSON summary.
     """
 
-    def __init__(self, status="201 Created", sleep=0.0, sleep_first=0.0, body_size=None, extra_headers=()):
+    def __init__(
+        self, status="201 Created", sleep=0.0, sleep_first=0.0, body_size=None, extra_headers=(), first_waits_for=None
+    ):
         self.status = status
         self.sleep = sleep
         self.sleep_first = sleep_first
+        self.first_waits_for = first_waits_for
         self.body_size = body_size
         self.extra_headers = list(extra_headers)
         self.calls = 0
@@ -46,6 +50,8 @@ class CountingApp:
         self.bodies.append(request_body)
         if self.sleep or (number == 1 and self.sleep_first):
             time.sleep(self.sleep_first if number == 1 and self.sleep_first else self.sleep)
+        if number == 1 and self.first_waits_for is not None:
+            self.first_waits_for.wait(30)
         if environ["REQUEST_METHOD"] == "GET":
             body = json.dumps({"server": {"id": environ["PATH_INFO"].rsplit("/", 1)[-1], "status": "ACTIVE"}})
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])

@@ -268,19 +268,22 @@ def test_expired_record_lets_the_token_run_again(build, options):
 
 def test_slow_first_request_never_overwrites_the_newer_owner(build, options, caplog):
     """Lease expiry: A's claim runs out while A is still working; B claims, runs, stores; A's late answer loses."""
-    # A 2-second lease: memcached's whole-second clock may end a 1-second
-    # one at once, so B's own claim could run out before B stores (seen
+    # A 2-second lease: the stores count whole seconds (memcached on its own
+    # clock, the SQL store's expiry time truncated), so a 1-second one may
+    # end at once, and B's own claim could run out before B stores (seen
     # under make test's load: B's response not stored, the replay ran again).
-    expired_after = expiry_wait(options, ttl=2)
-    app = CountingApp(sleep_first=expired_after + 0.8)
+    # A answers only once B has (no race between the two).
+    b_answered = threading.Event()
+    app = CountingApp(first_waits_for=b_answered)
     idem = build(app, lease_ttl="2")
     token = new_token()
     results = {}
     slow = threading.Thread(target=lambda: results.setdefault("a", post(idem, token)))
     with caplog.at_level(logging.WARNING, logger="tenancy_mw.idempotency.filter"):
         slow.start()
-        time.sleep(expired_after)  # A's 2 s lease is gone
+        time.sleep(expiry_wait(options, ttl=2))  # A's 2 s lease is gone
         b = post(idem, token)
+        b_answered.set()
         slow.join()
     assert b[0] == 201
     assert "Idempotent-Replayed" not in b[1]

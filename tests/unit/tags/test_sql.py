@@ -357,12 +357,13 @@ def test_count_tags_counts_exactly_up_to_the_cap_in_one_statement(tag_engine):
         count_tags(None, ["a"], TABLES.tags, cap=0)
 
 
-def _pg_sql(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None) -> str:
+def _condition_sql(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None, dialect=None) -> str:
+    """The SQL of the query's condition on *dialect* (PostgreSQL's by default)."""
     from sqlalchemy.dialects import postgresql
 
     query = parse_tag_query(query_string)
     condition = query.where(RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker)
-    return str(condition.compile(dialect=postgresql.dialect()))
+    return str(condition.compile(dialect=dialect or postgresql.dialect()))
 
 
 def _grouped(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> bool:
@@ -371,7 +372,7 @@ def _grouped(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> bo
 
 def _pg_form(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None) -> str:
     """PostgreSQL's form of the query's positive part (:func:`tests.support.tag_forms.form_of`)."""
-    return form_of(_pg_sql(query_string, counts, candidates, marker))
+    return form_of(_condition_sql(query_string, counts, candidates, marker))
 
 
 def test_postgresql_sorts_tags_any_whole_only_when_the_counts_say_it_is_small():
@@ -460,7 +461,7 @@ def test_few_candidates_beside_large_sets_are_checked_per_row():
     # Without counts or candidates, or without a tags-any: never.
     assert _pg_form(beside, None, 4_000) == "semi-join"
     assert _pg_form(beside, huge, None) == "semi-join"
-    assert "OFFSET" not in _pg_sql("tags=x,y&not-tags=z", huge | {"z": 10**6}, 4_000)
+    assert "OFFSET" not in _condition_sql("tags=x,y&not-tags=z", huge | {"z": 10**6}, 4_000)
 
 
 def test_the_per_row_form_probes_every_tag_and_is_postgresqls_only():
@@ -646,8 +647,7 @@ def test_over_few_candidates_a_not_tags_any_of_two_tags_is_probed_per_row():
     from sqlalchemy.dialects import mysql, postgresql, sqlite
 
     def offsets(query_string, candidates, dialect=None, counts=MIDDLING):
-        condition = parse_tag_query(query_string).where(RESOURCES.c.id, TABLES.tags, counts, candidates)
-        return str(condition.compile(dialect=dialect or postgresql.dialect())).count("OFFSET 0")
+        return _condition_sql(query_string, counts, candidates, dialect=dialect).count("OFFSET 0")
 
     for query in ("tags=r&tags-any=x,y&not-tags-any=a,b", "tags-any=x,y&not-tags-any=a,b&not-tags=c"):
         assert offsets(query, 62_000) == 2
@@ -777,7 +777,7 @@ def test_a_later_page_chooses_one_exists_per_tag_on_the_whole_tables_rows():
 @pytest.mark.parametrize("bad", [-1, 1.5, "12", None, True], ids=["negative", "float", "text", "none", "bool"])
 def test_a_count_that_is_not_a_number_of_resources_is_refused_by_name(bad):
     with pytest.raises(ValueError, match=r"counts\['x'\]"):
-        _pg_sql("tags-any=x,y", {"x": bad, "y": 1})
+        _condition_sql("tags-any=x,y", {"x": bad, "y": 1})
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "1000000", True], ids=["negative", "float", "text", "bool"])

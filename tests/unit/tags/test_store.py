@@ -17,6 +17,7 @@ from tenancy_mw.tags.sql import (
     GROUPED_MIN_CANDIDATES,
     MYSQL_SEMI_JOIN_MAX,
     PER_ROW_CANDIDATES_MAX,
+    TAG_COUNT_CAP,
     TagStatistics,
 )
 from tenancy_mw.tags.store import TagLimitExceeded, TagStore, _rows_under_limit
@@ -396,10 +397,18 @@ def test_required_tags_outside_the_common_ones_are_counted_where_the_statistics_
         middling = TagStatistics({"x": 30_000, "y": 30_000}, other=100, changed=0)
         assert _form(tag_store, "tags=many&tags-any=x,y&not-tags-any=a,b", middling, 90_000) == "per-tag"
         assert _form(tag_store, "tags=plenty&tags-any=x,y&not-tags-any=a,b", middling, 90_000) == "driven"
-        # After a marker the count at the cap stays common, not scaled to the
-        # rows after it as a number (a twentieth: 10,000, which would drive).
+        # A tag counted to the cap is as common as the statistics' bound for
+        # it allows (at least TAG_COUNT_CAP): the bound, not the cap, where
+        # the list's least common tag is on more rows.
+        assert tag_store._required_outside(frozenset({"many", "plenty"}), 30_000, None) == {
+            "many": TAG_COUNT_CAP,
+            "plenty": 26_000,
+        }
+        assert tag_store._required_outside(frozenset({"many"}), 300_000, None) == {"many": 300_000}
+        # After a marker that bound is scaled to the rows after it, as every
+        # count: a twentieth of them is left, and the page is driven.
         _analysed(tag_store)
-        assert _form(tag_store, "tags=many&tags-any=x,y&not-tags-any=a,b", middling, 90_000, "r70000") == "per-tag"
+        assert _form(tag_store, "tags=many&tags-any=x,y&not-tags-any=a,b", middling, 90_000, "r70000") == "driven"
     finally:
         with tag_store.engine.begin() as conn:
             conn.execute(tag_store.tags.delete())
