@@ -622,8 +622,9 @@ class TagStore:
             return dict.fromkeys(tags, ceiling)
         # A count at the cap is "at least": common, as an uncounted tag, for
         # the rules that read past it (GROUPED_ANY_REQUIRED_MAX); outside the
-        # statistics' list it is at most *ceiling*, the bound a later page
-        # scales to the rows after its marker.
+        # statistics' list the tag is on at most about *ceiling* rows, so the
+        # larger of the two is the bound a later page scales to the rows
+        # after its marker.
         common = max(ceiling, TAG_COUNT_CAP)
         return {tag: common if count >= cap else count for tag, count in counted.items()}
 

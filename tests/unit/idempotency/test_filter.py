@@ -281,10 +281,15 @@ def test_slow_first_request_never_overwrites_the_newer_owner(build, options, cap
     slow = threading.Thread(target=lambda: results.setdefault("a", post(idem, token)))
     with caplog.at_level(logging.WARNING, logger="tenancy_mw.idempotency.filter"):
         slow.start()
+        deadline = time.monotonic() + 10
+        while app.calls == 0 and time.monotonic() < deadline:  # A holds its claim from here
+            time.sleep(0.01)
         time.sleep(expiry_wait(options, ttl=2))  # A's 2 s lease is gone
-        b = post(idem, token)
-        b_answered.set()
-        slow.join()
+        try:
+            b = post(idem, token)
+        finally:
+            b_answered.set()
+            slow.join()
     assert b[0] == 201
     assert "Idempotent-Replayed" not in b[1]
     assert results["a"][0] == 201
