@@ -630,6 +630,11 @@ def sweep(repeats: int, log) -> list[str]:
         engine.dispose()
 
 
+def _beside_not_any_query(required: int, pair: tuple[int, int]) -> str:
+    """The tag of rank *required* beside a ``tags-any`` of the ranks *pair* and :data:`SWEEP_NOT_ANY`."""
+    return "tags=%s&tags-any=%s,%s&%s" % (tag_name(required), tag_name(pair[0]), tag_name(pair[1]), SWEEP_NOT_ANY)
+
+
 @dataclass
 class _Sweeper:
     """The six parts of :func:`sweep`, each a list of lines (logged as they come)."""
@@ -709,9 +714,9 @@ class _Sweeper:
     def required_not_any(self) -> list[str]:
         """Sets of :data:`SWEEP_ANY` beside each tag of :data:`SWEEP_REQUIRED_NOT_ANY` and :data:`SWEEP_NOT_ANY`."""
         queries = [
-            "tags=%s&tags-any=%s,%s&%s" % (tag_name(required), tag_name(a), tag_name(b), SWEEP_NOT_ANY)
+            _beside_not_any_query(required, SWEEP_ANY[index])
             for required in SWEEP_REQUIRED_NOT_ANY
-            for a, b in (SWEEP_ANY[index] for index in SWEEP_REQUIRED_NOT_ANY_SETS)
+            for index in SWEEP_REQUIRED_NOT_ANY_SETS
         ]
         title = "beside a required tag and a not-tags-any: %s; id < bound leaves about this many candidates" % (
             SWEEP_NOT_ANY
@@ -720,10 +725,7 @@ class _Sweeper:
 
     def later_filtered(self) -> list[str]:
         """Later pages of a filtered list (:data:`SWEEP_LATER_PAGES`) beside a required tag and a ``not-tags-any``."""
-        queries = [
-            "tags=%s&tags-any=%s,%s&%s" % (tag_name(required), tag_name(a), tag_name(b), SWEEP_NOT_ANY)
-            for required, (a, b) in SWEEP_LATER_SETS
-        ]
+        queries = [_beside_not_any_query(required, pair) for required, pair in SWEEP_LATER_SETS]
         queries += [query for name, query, _ in QUERIES if name in ("combined", "combined rare")]
         title = (
             "later pages of a filtered list: m..b is id > m and id < b (~58,600 candidates), after m"
