@@ -104,6 +104,7 @@ __all__ = [
     "GROUPED_ANY_SMALL",
     "GROUPED_MIN_CANDIDATES",
     "DRIVEN_BESIDE_NOT_ANY_FACTOR",
+    "DRIVEN_AFTER_MARKER_FACTOR",
     "DRIVEN_BESIDE_RARE_MAX_SHARE",
     "DRIVEN_MAX_SHARE",
     "DRIVEN_REQUIRED_MAX",
@@ -184,6 +185,25 @@ DRIVEN_MAX_SHARE = 0.2
 #: of 12 rows at 0.30 to 0.48 of the candidates in one, in 10 of 15 in the
 #: next: ``bench/README.rst``).
 DRIVEN_BESIDE_RARE_MAX_SHARE = 0.25
+#: On PostgreSQL, a later page over :data:`GROUPED_MIN_CANDIDATES` or more
+#: whose marker's range goes inside the tag subqueries and whose size
+#: (``limit``) is known: beside a required tag on at most
+#: :data:`DRIVEN_REQUIRED_MAX` rows after the marker, the driven form is also
+#: taken where that tag's rows and the set's after the marker are at most
+#: this many times the candidates the other forms read before the page is
+#: full (the limit over the share of candidates that carry the required tag
+#: and one of the set, as if the tags fell independently; all of them if
+#: fewer).  The driven form reads the tag rows after the marker, fewer on
+#: each later page; the others read candidates until the page is full, about
+#: as many on every page, so the share rule of :data:`DRIVEN_MAX_SHARE`
+#: (the rows against all the candidates after the marker) keeps them where
+#: the driven form has become the faster (``bench/tags.py``'s data, 27
+#: November 2026, 11 runs each: ``combined`` after ``c``, 0.9 times, driven
+#: 21.9 ms against 41.0 grouped; after ``8``, 1.8 times, 30.9 against 35.0;
+#: after ``4``, 2.7 times, 35.4 against 34.4; over the whole collection,
+#: 3.6 times, 48.0 against 39.4; ``tags=tag0020&tags-any=tag0005,tag0008``
+#: after ``8``, 0.9 times, 20.5 against 27.8 for one ``EXISTS`` per tag).
+DRIVEN_AFTER_MARKER_FACTOR = 2
 #: On PostgreSQL, given counts and more than :data:`PER_ROW_CANDIDATES_MAX`
 #: candidates but fewer than :data:`GROUPED_MIN_CANDIDATES`, ``tags-any``
 #: beside a ``not-tags-any`` and a required tag on more than
@@ -451,7 +471,7 @@ def tag_condition(
     simple = query.simplified()
     if simple is None:
         return sa.false()
-    return _paged_condition(table, resource_id, marker, simple, _Counts(counts, candidates))
+    return _paged_condition(table, _Page(resource_id, marker, limit=limit), simple, _Counts(counts, candidates))
 
 
 class _Counts(NamedTuple):
@@ -461,12 +481,10 @@ class _Counts(NamedTuple):
     candidates: int | None
 
 
-def _paged_condition(
-    table: sa.Table, resource_id: sa.ColumnElement, marker: str | None, simple: tuple, counts: _Counts
-) -> sa.ColumnElement:
-    """The ANDed clauses of the simplified query *simple* on the page after *marker*."""
-    order = _shared_order(resource_id.type, table.c.resource_id.type)
-    page = _Page(resource_id, marker, order)
+def _paged_condition(table: sa.Table, asked: _Page, simple: tuple, counts: _Counts) -> sa.ColumnElement:
+    """The ANDed clauses of the simplified query *simple* on the *asked* page (its order found here)."""
+    resource_id, marker = asked.resource_id, asked.marker
+    page = asked._replace(order=_shared_order(resource_id.type, table.c.resource_id.type))
     clauses, paged_inside = _clauses(table, page, simple, counts)
     if not clauses:
         return sa.true()
@@ -485,7 +503,7 @@ def _paged_condition(
         # may read every id after the marker first (bench/tags.py after
         # marker f: any+not-tags 4.3 s against 168 ms); without one, the
         # range makes later pages up to a hundred times faster.
-        outside, _ = _clauses(table, _Page(resource_id, marker, order, inside=False), simple, counts)
+        outside, _ = _clauses(table, page._replace(inside=False), simple, counts)
         forms["mysql"] = sa.and_(*outside)
     if _query_per_row(simple, counts):
         # PostgreSQL: few candidates beside large sets (PER_ROW_CANDIDATES_MAX).
@@ -567,6 +585,8 @@ class _Page(NamedTuple):
     inside: bool = True
     #: Whether each tag subquery is probed once per row (:data:`PER_ROW_CANDIDATES_MAX`).
     per_row: bool = False
+    #: The page's size, when the caller gives it.
+    limit: int | None = None
 
     def rows_of(self, alias: sa.FromClause) -> list[sa.ColumnElement]:
         """The conditions tying *alias*'s rows to the caller's row, the marker's among them."""
@@ -744,7 +764,7 @@ def _postgresql_form(
     tags, candidates = counts
     if tags is None or candidates is None:
         return semi_join, False
-    form = _postgresql_form_name(all_of, any_of, tags, candidates, beside_not_any, ranged=page.ranged)
+    form = _postgresql_form_name(all_of, any_of, tags, candidates, beside_not_any, ranged=page.ranged, limit=page.limit)
     if form == "driven":
         return _in_positive_set(table, page, all_of, any_of), True
     if form == "grouped":
@@ -761,6 +781,7 @@ def _postgresql_form_name(
     beside_not_any: bool,
     *,
     ranged: bool = False,
+    limit: int | None = None,
 ) -> str:
     """PostgreSQL's form of ``tags-any`` by *counts* over *candidates*: driven, grouped, per-tag or semi-join.
 
@@ -769,7 +790,8 @@ def _postgresql_form_name(
     *ranged*: the page's marker goes inside the tag subqueries (the
     semi-join then reads only the set's rows after it; beside a required
     tag and a ``not-tags-any`` over middling candidates *counts* are read
-    as the rows after the marker, :func:`_beside_not_any_form`).  The rules are the
+    as the rows after the marker, :func:`_beside_not_any_form`; over
+    more, with the page's *limit*, :func:`_driven_after_marker`).  The rules are the
     module doc's; :func:`tag_condition` builds the SQL of the form named
     here.
 
@@ -782,6 +804,8 @@ def _postgresql_form_name(
     """
     if candidates >= GROUPED_MIN_CANDIDATES:
         if all_of and _driven(all_of, any_of, counts, candidates):
+            return "driven"
+        if all_of and ranged and limit is not None and _driven_after_marker(all_of, any_of, counts, candidates, limit):
             return "driven"
         if _any_is_small(all_of, any_of, counts):
             return "grouped"
@@ -808,6 +832,32 @@ def _driven(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], can
     rows = rarest + _rows(counts, any_of)
     share = DRIVEN_BESIDE_RARE_MAX_SHARE if rarest <= PROBED_REQUIRED_MAX else DRIVEN_MAX_SHARE
     return rarest <= DRIVEN_REQUIRED_MAX and rows <= share * candidates
+
+
+def _driven_after_marker(
+    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, limit: int
+) -> bool:
+    """Whether a later page's driven form reads few rows beside the candidates read otherwise.
+
+    :data:`DRIVEN_AFTER_MARKER_FACTOR`.
+
+    *counts* and *candidates*: after the marker; *limit*: the page's size.
+
+    Example::
+
+        >>> after = {"r": 40_000, "a": 17_000, "b": 5_000}
+        >>> _driven_after_marker(frozenset("r"), frozenset("ab"), after, 250_000, 1000)
+        True
+        >>> _driven_after_marker(frozenset("r"), frozenset("ab"), after, 250_000, 100)
+        False
+    """
+    rarest = _rarest(counts, all_of)
+    rows = _rows(counts, any_of)
+    if rarest > DRIVEN_REQUIRED_MAX:
+        return False
+    density = rarest / candidates * min(1.0, rows / candidates)
+    read = candidates if density * candidates <= limit else limit / density
+    return rarest + rows <= DRIVEN_AFTER_MARKER_FACTOR * read
 
 
 def _driven_beside_not_any(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:

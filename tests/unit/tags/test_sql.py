@@ -16,6 +16,7 @@ from tenancy_mw.tags import model
 from tenancy_mw.tags import sql as tags_sql
 from tenancy_mw.tags.model import TagQuery, parse_tag_query
 from tenancy_mw.tags.sql import (
+    DRIVEN_AFTER_MARKER_FACTOR,
     DRIVEN_BESIDE_NOT_ANY_FACTOR,
     DRIVEN_BESIDE_RARE_MAX_SHARE,
     DRIVEN_MAX_SHARE,
@@ -357,12 +358,14 @@ def test_count_tags_counts_exactly_up_to_the_cap_in_one_statement(tag_engine):
         count_tags(None, ["a"], TABLES.tags, cap=0)
 
 
-def _condition_sql(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None, dialect=None) -> str:
+def _condition_sql(
+    query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None, dialect=None, limit=None
+) -> str:
     """The SQL of the query's condition on *dialect* (PostgreSQL's by default)."""
     from sqlalchemy.dialects import postgresql
 
     query = parse_tag_query(query_string)
-    condition = query.where(RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker)
+    condition = query.where(RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker, limit=limit)
     return str(condition.compile(dialect=dialect or postgresql.dialect()))
 
 
@@ -370,9 +373,9 @@ def _grouped(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES) -> bo
     return _pg_form(query_string, counts, candidates) == "grouped"
 
 
-def _pg_form(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None) -> str:
+def _pg_form(query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None, limit=None) -> str:
     """PostgreSQL's form of the query's positive part (:func:`tests.support.tag_forms.form_of`)."""
-    return form_of(_condition_sql(query_string, counts, candidates, marker))
+    return form_of(_condition_sql(query_string, counts, candidates, marker, limit=limit))
 
 
 def test_postgresql_sorts_tags_any_whole_only_when_the_counts_say_it_is_small():
@@ -640,6 +643,44 @@ def test_after_a_marker_beside_a_not_tags_any_a_rare_required_tag_drives_unless_
     assert "GROUP BY" not in str(condition.compile(dialect=postgresql.dialect()))
     # Beside a not-tags alone the rule is not taken.
     assert _pg_form("tags=r&tags-any=x,y&not-tags=a", below, 58_000, marker="m") != "driven"
+
+
+def test_a_later_page_over_many_candidates_is_driven_where_its_rows_are_few_beside_what_fills_the_page():
+    """After a marker the other forms still read candidates until the page is full; the driven form fewer rows."""
+    query = "tags=r&tags-any=x,y"
+    candidates = 250_000
+    # r on 40,000 rows after the marker, the set on 22,000: 0.248 of the
+    # candidates, over DRIVEN_MAX_SHARE, so not driven by share.
+    after = {"r": 40_000, "x": 17_000, "y": 5_000}
+    assert 62_000 > DRIVEN_MAX_SHARE * candidates
+    assert _pg_form(query, after, candidates) != "driven"
+    assert _pg_form(query, after, candidates, marker="m") != "driven"  # the page's size unknown
+    # A candidate passes with the share 0.16 * 0.088 = 0.01408: a page of
+    # `limit` is full after limit / 0.01408 of them; driven while the 62,000
+    # rows are at most DRIVEN_AFTER_MARKER_FACTOR times that (limit 436.48).
+    bound = 62_000 * (40_000 / candidates) * (22_000 / candidates) / DRIVEN_AFTER_MARKER_FACTOR
+    assert 436 < bound < 437
+    assert _pg_form(query, after, candidates, marker="m", limit=437) == "driven"
+    assert _pg_form(query, after, candidates, marker="m", limit=436) != "driven"
+    assert _pg_form(query, after, candidates, marker="m", limit=1000) == "driven"
+    # A page that never fills (3,520 rows pass) reads every candidate.
+    assert _pg_form(query, after, candidates, marker="m", limit=5000) == "driven"
+    # Only a required tag on at most DRIVEN_REQUIRED_MAX rows after the marker.
+    common = {"r": DRIVEN_REQUIRED_MAX + 1, "x": 1_000, "y": 1_000}
+    assert _pg_form(query, common, candidates, marker="m", limit=10**6) != "driven"
+    assert _pg_form(query, common | {"r": DRIVEN_REQUIRED_MAX}, candidates, marker="m", limit=10**6) == "driven"
+    # A dense page fills after few candidates: one EXISTS per tag or grouped reads them.
+    dense = {"r": 75_000, "x": 60_000, "y": 60_000}
+    assert _pg_form(query, dense, 150_000, marker="m", limit=1000) != "driven"
+    # Under GROUPED_MIN_CANDIDATES the rules of fewer candidates, and a
+    # marker that stays outside the subqueries (an id column that sorts
+    # otherwise) is a first page's rule.
+    assert _pg_form(query, after, GROUPED_MIN_CANDIDATES - 1, marker="m", limit=1000) != "driven"
+    from sqlalchemy.dialects import postgresql
+
+    loose = sa.table("loose", sa.column("id", sa.String(40, collation="und-x-icu")))
+    condition = parse_tag_query(query).where(loose.c.id, TABLES.tags, after, candidates, marker="m", limit=1000)
+    assert form_of(str(condition.compile(dialect=postgresql.dialect()))) != "driven"
 
 
 def test_over_few_candidates_a_not_tags_any_of_two_tags_is_probed_per_row():

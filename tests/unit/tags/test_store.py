@@ -740,8 +740,9 @@ def test_an_explain_without_a_rows_column_is_no_estimate(make_database):
 def _forms_after_markers(store, tag_rows: str, query_string: str, candidates: int):
     """The tag table filled by *tag_rows* (a SELECT of resource_id, tag) and analysed: the form of each page.
 
-    The returned ``form(marker)`` is PostgreSQL's form of *query_string*
-    on the page after *marker*, over *candidates*.
+    The returned ``form(marker, limit=None)`` is PostgreSQL's form of
+    *query_string* on the page after *marker*, of *limit* rows, over
+    *candidates*.
     """
     with store.engine.begin() as conn:
         conn.exec_driver_sql("INSERT INTO tenancy_mw_tags (resource_id, tag) " + tag_rows)
@@ -749,8 +750,8 @@ def _forms_after_markers(store, tag_rows: str, query_string: str, candidates: in
     servers = sa.table("servers", sa.column("id", sql.ExactString(40)))
     query = parse_tag_query(query_string)
 
-    def form(marker):
-        condition = store.where(query, servers.c.id, candidates, marker=marker)
+    def form(marker, limit=None):
+        condition = store.where(query, servers.c.id, candidates, marker=marker, limit=limit)
         return form_of(str(condition.compile(store.engine)))
 
     return form
@@ -788,6 +789,27 @@ def test_a_filtered_lists_later_page_beside_a_not_tags_any_is_chosen_for_the_row
     assert form("r000100") == "per-tag"  # nearly every row after it
     # After r036000 a tenth is left: 4,000 rows of r, 3,000 of the set.
     assert form("r036000") == "driven"
+
+
+def test_a_later_page_of_a_whole_collection_is_driven_by_the_rows_after_its_marker_and_its_size(pg_store):
+    """DRIVEN_AFTER_MARKER_FACTOR: the store's counts after the marker and the page's limit drive a later page."""
+    # 100,000 resources: r on half, x on a fifth, y on a seventh.
+    form = _forms_after_markers(
+        pg_store,
+        "SELECT 'r' || lpad(n::text, 6, '0'), tag FROM generate_series(0, 99999) AS n,"
+        " LATERAL (VALUES (CASE WHEN mod(n, 2) = 0 THEN 'r' END), (CASE WHEN mod(n, 5) = 0 THEN 'x' END),"
+        " (CASE WHEN mod(n, 7) = 0 THEN 'y' END)) AS t(tag) WHERE tag IS NOT NULL",
+        "tags=r&tags-any=x,y",
+        GROUPED_MIN_CANDIDATES,
+    )
+    # The first page: 84,000 rows, too many beside the candidates; the set is small.
+    assert form(None, limit=1000) == "grouped"
+    # After r050000, about half of them: 42,000 rows, still too many by
+    # share; a page of 1,000 is full after some 23,500 candidates (0.25 of
+    # them carry r, 0.17 one of the set), and 42,000 rows are under twice that.
+    assert form("r050000") == "grouped"
+    assert form("r050000", limit=1000) == "driven"
+    assert form("r050000", limit=100) == "grouped"
 
 
 @pytest.mark.parametrize("backend", ["postgresql", "mariadb"])
