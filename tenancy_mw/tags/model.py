@@ -340,7 +340,9 @@ class TagQuery(NamedTuple):
         :param marker: the page starts after this resource id (the page
             ordered by *resource_id*, ascending); the condition then holds
             only for the ids after it.
-        :param limit: the page's size, when known.
+        :param limit: the page's size (the statement's ``LIMIT``), when
+            known; it may shape PostgreSQL's SQL of a later page, never the
+            rows found.
 
         :func:`tenancy_mw.tags.sql.tag_condition` of this query, where the
         parameters and the SQL are described: ``EXISTS`` and ``NOT EXISTS``

@@ -43,14 +43,18 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   *candidates* (at least :data:`GROUPED_MIN_CANDIDATES`) and *counts*,
   driven from the tag table beside a rare-ish required tag
   (:data:`DRIVEN_REQUIRED_MAX`) when the rows it reads are few beside the
-  candidates (:data:`DRIVEN_MAX_SHARE`, :data:`DRIVEN_BESIDE_RARE_MAX_SHARE`), grouped when its tags are on few
+  candidates (:data:`DRIVEN_MAX_SHARE`, :data:`DRIVEN_BESIDE_RARE_MAX_SHARE`;
+  on a later page whose size is known, also when they are few beside the
+  candidates the other forms read before the page is full,
+  :data:`DRIVEN_AFTER_MARKER_FACTOR`), grouped when its tags are on few
   rows (:data:`GROUPED_ANY_MAX`), one ``EXISTS`` per tag without a required
   tag at middling sizes (:data:`PROBED_ANY_ALONE_MAX`; beside a
   ``not-tags-any``, :data:`PROBED_BESIDE_NOT_ANY_MAX`) and beside a rare
   required tag (:data:`PROBED_REQUIRED_MAX`); over fewer
   candidates, one ``EXISTS`` per tag for a middling set alone that they
   outnumber, for a set beside a ``not-tags-any`` on at most
-  :data:`PROBED_BESIDE_NOT_ANY_MAX` rows, or beside a required tag rarer
+  :data:`PROBED_BESIDE_NOT_ANY_MAX` rows (over middling candidates
+  :data:`PROBED_BESIDE_NOT_ANY_MIDDLING_MAX`), or beside a required tag rarer
   than the set and than them; beside a ``not-tags-any`` and a required tag
   over more than :data:`PER_ROW_CANDIDATES_MAX`, driven where that tag is
   on a middling number of rows, the set on at most :data:`GROUPED_ANY_MAX`
@@ -104,6 +108,7 @@ __all__ = [
     "GROUPED_ANY_SMALL",
     "GROUPED_MIN_CANDIDATES",
     "DRIVEN_BESIDE_NOT_ANY_FACTOR",
+    "DRIVEN_AFTER_MARKER_ANY_FACTOR",
     "DRIVEN_AFTER_MARKER_FACTOR",
     "DRIVEN_BESIDE_RARE_MAX_SHARE",
     "DRIVEN_MAX_SHARE",
@@ -116,6 +121,7 @@ __all__ = [
     "PROBED_AFTER_MARKER_ANY_FACTOR",
     "PROBED_ANY_ALONE_MAX",
     "PROBED_BESIDE_NOT_ANY_MAX",
+    "PROBED_BESIDE_NOT_ANY_MIDDLING_MAX",
     "PROBED_REQUIRED_MAX",
     "TAGS",
     "TAG_COUNT_CAP",
@@ -186,24 +192,47 @@ DRIVEN_MAX_SHARE = 0.2
 #: next: ``bench/README.rst``).
 DRIVEN_BESIDE_RARE_MAX_SHARE = 0.25
 #: On PostgreSQL, a later page over :data:`GROUPED_MIN_CANDIDATES` or more
-#: whose marker's range goes inside the tag subqueries and whose size
-#: (``limit``) is known: beside a required tag on at most
-#: :data:`DRIVEN_REQUIRED_MAX` rows after the marker, the driven form is also
-#: taken where that tag's rows and the set's after the marker are at most
-#: this many times the candidates the other forms read before the page is
-#: full (the limit over the share of candidates that carry the required tag
-#: and one of the set, as if the tags fell independently; all of them if
-#: fewer).  The driven form reads the tag rows after the marker, fewer on
-#: each later page; the others read candidates until the page is full, about
-#: as many on every page, so the share rule of :data:`DRIVEN_MAX_SHARE`
-#: (the rows against all the candidates after the marker) keeps them where
-#: the driven form has become the faster (``bench/tags.py``'s data, 27
-#: November 2026, 11 runs each: ``combined`` after ``c``, 0.9 times, driven
-#: 21.9 ms against 41.0 grouped; after ``8``, 1.8 times, 30.9 against 35.0;
-#: after ``4``, 2.7 times, 35.4 against 34.4; over the whole collection,
-#: 3.6 times, 48.0 against 39.4; ``tags=tag0020&tags-any=tag0005,tag0008``
-#: after ``8``, 0.9 times, 20.5 against 27.8 for one ``EXISTS`` per tag).
+#: candidates whose marker's range goes inside the tag subqueries and whose
+#: size (``limit``) is known: beside a required tag on at most
+#: :data:`DRIVEN_REQUIRED_MAX` rows after the marker, with the ``tags-any``
+#: set on at most :data:`DRIVEN_AFTER_MARKER_ANY_FACTOR` times its rows there,
+#: the driven form is also taken where that tag's rows and the set's after
+#: the marker are at most this many times the candidates the other forms
+#: read before the page is full: the limit over the share of candidates
+#: that pass (the required tag's rows over the candidates, times the set's
+#: rows over them, at most 1: as if the tags fell independently, the set's
+#: rows an upper bound of the resources carrying one of it), or all of them
+#: if fewer than the limit pass.  The driven form reads the tag rows after
+#: the marker, fewer on each later page; the others read candidates until
+#: the page is full, about as many on every page, where the share rule of
+#: :data:`DRIVEN_MAX_SHARE` (the rows against all the candidates after the
+#: marker) gives every page of a collection the first page's form.  Only on
+#: later pages: over whole collections the sweeps had first pages where the
+#: rule would drive and the driven form lost (``tags=tag0020`` beside
+#: 172,000 rows over a million, 1.3 by this rule: 186 ms against 103 on an
+#: earlier machine).  Timed on ``bench/tags.py``'s data (27 November 2026,
+#: 11 runs each; the ratios by this load's statistics, ``tag0004`` 162,333
+#: rows, ``tag0010`` and ``tag0030`` 87,500, scaled to the share of the
+#: marker): ``combined`` after ``c``, 0.9, driven 21.9 ms against 41.0
+#: grouped (the rule's page); after ``8``, 1.8, 30.9 against 35.0, and after
+#: ``4``, 2.7, 35.4 against 34.4 (neither taken: ``tag0004`` is on 81,000
+#: and 122,000 rows after them, over ``DRIVEN_REQUIRED_MAX``; so the factor's
+#: upper side rests on pages the rule does not take); the whole collection,
+#: 3.6, 48.0 against 39.4; ``tags=tag0020&tags-any=tag0005,tag0008`` after
+#: ``8``, 0.9, 20.5 against 27.8 for one ``EXISTS`` per tag.
 DRIVEN_AFTER_MARKER_FACTOR = 2
+#: See :data:`DRIVEN_AFTER_MARKER_FACTOR`: the rule is taken only as far as
+#: it was timed.  A required tag counted 0 (outside the statistics' most
+#: common tags, and rare by their bound) has rows the rule cannot weigh,
+#: and no page was timed under it with the set on more than 25 times the
+#: required tag's rows (this load's sets reach 25.5 times ``tag0100``'s,
+#: whose pages the share rule drives: ``tags=tag0100&tags-any=tag0005,tag0008``
+#: after marker ``8``, 16.5 ms against 22.6 for one ``EXISTS`` per tag).
+#: Where the share rule drives beside such rarer tags, the driven form was
+#: faster still (``tag0200`` and ``tag0400``, counted 0, beside
+#: ``tag0005,tag0008`` after ``8``: 4.7 ms against 10.4, 2.2 against 5.8;
+#: 27 November 2026, 11 runs), so the bound is cautious, not a crossing.
+DRIVEN_AFTER_MARKER_ANY_FACTOR = 25
 #: On PostgreSQL, given counts and more than :data:`PER_ROW_CANDIDATES_MAX`
 #: candidates but fewer than :data:`GROUPED_MIN_CANDIDATES`, ``tags-any``
 #: beside a ``not-tags-any`` and a required tag on more than
@@ -282,6 +311,19 @@ PROBED_ANY_ALONE_MAX = 60_000
 #: ~62,000, 49 against 133 over ~250,000; of 146,000 rows the semi-join
 #: wins or ties: 55 against 59 ms, 90 against 86, 32 against 63).
 PROBED_BESIDE_NOT_ANY_MAX = 100_000
+#: :data:`PROBED_BESIDE_NOT_ANY_MAX` over :func:`_middling` candidates (more
+#: than :data:`PER_ROW_CANDIDATES_MAX`, fewer than
+#: :data:`GROUPED_MIN_CANDIDATES`): there the semi-join checks the
+#: ``not-tags-any`` on nearly every candidate before its set of 140,000 rows
+#: narrows them, and one ``EXISTS`` per tag won in three sweeps on three
+#: machines (``bench/tags.py --sweep``, "beside a not-tags-any", over ~62,000
+#: candidates: 119.8 ms against 163.1, 52.0 against 75.1, and on 27 November
+#: 2026 37.3 against 55.4), while beside 189,000 rows the semi-join took
+#: 24.3 ms against 46.6; over ~250,000 candidates the semi-join won at
+#: 140,000 rows in each (24.1 against 39.9 in the last), where
+#: :data:`PROBED_BESIDE_NOT_ANY_MAX` holds.  No set between 140,000 and
+#: 189,000 rows was timed: this bound lies between them.
+PROBED_BESIDE_NOT_ANY_MIDDLING_MAX = 160_000
 #: On PostgreSQL, given counts and at least :data:`GROUPED_MIN_CANDIDATES`
 #: candidates, ``tags-any`` beside a required tag on at most this many rows
 #: is one ``EXISTS`` per tag (the straightforward SQL) where it is neither
@@ -459,7 +501,7 @@ def tag_condition(
         PostgreSQL and SQLite a string type naming no collation, nor in a
         ``with_variant``, and not ``CITEXT``); elsewhere ``resource_id >
         marker`` alone holds the page.
-    :param limit: the page's size (``LIMIT``), when the caller knows it.
+    :param limit: the page's ``LIMIT``, when known (on PostgreSQL it may shape a later page's SQL, not its rows).
 
     :meth:`tenancy_mw.tags.store.TagStore.where` passes PostgreSQL's own
     statistics as *counts* (:func:`tag_statistics`).  The SQL each part of
@@ -481,10 +523,10 @@ class _Counts(NamedTuple):
     candidates: int | None
 
 
-def _paged_condition(table: sa.Table, asked: _Page, simple: tuple, counts: _Counts) -> sa.ColumnElement:
-    """The ANDed clauses of the simplified query *simple* on the *asked* page (its order found here)."""
-    resource_id, marker = asked.resource_id, asked.marker
-    page = asked._replace(order=_shared_order(resource_id.type, table.c.resource_id.type))
+def _paged_condition(table: sa.Table, requested: _Page, simple: tuple, counts: _Counts) -> sa.ColumnElement:
+    """The ANDed clauses of the simplified query *simple* on the *requested* page (its order found here)."""
+    resource_id, marker = requested.resource_id, requested.marker
+    page = requested._replace(order=_shared_order(resource_id.type, table.c.resource_id.type))
     clauses, paged_inside = _clauses(table, page, simple, counts)
     if not clauses:
         return sa.true()
@@ -842,6 +884,8 @@ def _driven_after_marker(
     :data:`DRIVEN_AFTER_MARKER_FACTOR`.
 
     *counts* and *candidates*: after the marker; *limit*: the page's size.
+    A required tag on 0 rows there, or beside a set on more than
+    :data:`DRIVEN_AFTER_MARKER_ANY_FACTOR` times them, never.
 
     Example::
 
@@ -853,7 +897,7 @@ def _driven_after_marker(
     """
     rarest = _rarest(counts, all_of)
     rows = _rows(counts, any_of)
-    if rarest > DRIVEN_REQUIRED_MAX:
+    if not 0 < rarest <= DRIVEN_REQUIRED_MAX or rows > DRIVEN_AFTER_MARKER_ANY_FACTOR * rarest:
         return False
     density = rarest / candidates * min(1.0, rows / candidates)
     read = candidates if density * candidates <= limit else limit / density
@@ -926,8 +970,9 @@ def _probed_over_few(
 
     Without a required tag: beside a ``not-tags-any`` (*beside_not_any*), a
     set on at most :data:`PROBED_BESIDE_NOT_ANY_MAX` rows, whatever the
-    candidates (the semi-join would check the ``not-tags-any`` on every
-    candidate first); otherwise a middling set (more than
+    candidates, or :data:`PROBED_BESIDE_NOT_ANY_MIDDLING_MAX` over
+    :func:`_middling` candidates (the semi-join would check the
+    ``not-tags-any`` on every candidate first); otherwise a middling set (more than
     :data:`GROUPED_ANY_SMALL` rows, at most :data:`PROBED_ANY_ALONE_MAX`)
     that the candidates outnumber; PostgreSQL hashes each tag's ids once
     rather than probe the semi-join per row (``bench/tags.py --sweep``,
@@ -949,7 +994,7 @@ def _probed_over_few(
         rarest = _rarest(counts, all_of)
         return rarest <= candidates and rarest < rows
     if beside_not_any:
-        return rows <= _per_tag_most(beside_not_any)
+        return rows <= (PROBED_BESIDE_NOT_ANY_MIDDLING_MAX if _middling(candidates) else PROBED_BESIDE_NOT_ANY_MAX)
     return GROUPED_ANY_SMALL < rows <= min(_per_tag_most(beside_not_any), candidates)
 
 

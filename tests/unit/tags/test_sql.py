@@ -16,6 +16,7 @@ from tenancy_mw.tags import model
 from tenancy_mw.tags import sql as tags_sql
 from tenancy_mw.tags.model import TagQuery, parse_tag_query
 from tenancy_mw.tags.sql import (
+    DRIVEN_AFTER_MARKER_ANY_FACTOR,
     DRIVEN_AFTER_MARKER_FACTOR,
     DRIVEN_BESIDE_NOT_ANY_FACTOR,
     DRIVEN_BESIDE_RARE_MAX_SHARE,
@@ -34,6 +35,7 @@ from tenancy_mw.tags.sql import (
     PROBED_AFTER_MARKER_ANY_FACTOR,
     PROBED_ANY_ALONE_MAX,
     PROBED_BESIDE_NOT_ANY_MAX,
+    PROBED_BESIDE_NOT_ANY_MIDDLING_MAX,
     PROBED_REQUIRED_MAX,
     TAG_COUNT_CAP,
     TagStatistics,
@@ -508,7 +510,7 @@ def test_fewer_candidates_than_grouping_needs_but_more_than_the_set_hash_each_ta
     assert _pg_form("tags-any=x,y", middling, candidates=None) == "semi-join"
 
 
-def test_beside_a_not_tags_any_a_set_of_up_to_100k_rows_is_hashed_per_tag_unless_checked_per_row():
+def test_beside_a_not_tags_any_a_set_of_up_to_100k_rows_160k_over_middling_candidates_is_hashed_per_tag():
     """any+not-any: the semi-join would check the not-tags-any on every candidate before joining them to the set."""
     most = PROBED_BESIDE_NOT_ANY_MAX
     at_most = {"x": most // 2, "y": most - most // 2}
@@ -523,7 +525,14 @@ def test_beside_a_not_tags_any_a_set_of_up_to_100k_rows_is_hashed_per_tag_unless
         small_per_row = per_row and candidates * PER_ROW_ANY_FACTOR <= sum(small.values())
         assert _pg_form(query, at_most, candidates) == (large or "per-tag")
         assert _pg_form(query, small, candidates) == ("per-row" if small_per_row else "per-tag")
-        assert _pg_form(query, over, candidates) == (large or "semi-join")
+        # Over middling candidates, up to PROBED_BESIDE_NOT_ANY_MIDDLING_MAX.
+        middling = PER_ROW_CANDIDATES_MAX < candidates < GROUPED_MIN_CANDIDATES
+        assert _pg_form(query, over, candidates) == (large or ("per-tag" if middling else "semi-join"))
+        most_middling = PROBED_BESIDE_NOT_ANY_MIDDLING_MAX
+        at_most_middling = {"x": most_middling // 2, "y": most_middling - most_middling // 2}
+        assert _pg_form(query, at_most_middling, candidates) == (large or ("per-tag" if middling else "semi-join"))
+        over_middling = {"x": most_middling // 2, "y": most_middling - most_middling // 2 + 1}
+        assert _pg_form(query, over_middling, candidates) == (large or "semi-join")
         # Without it, over fewer candidates than the set: the semi-join.
         assert _pg_form("tags-any=x,y", at_most, candidates) == (large_alone or "semi-join")
         assert _pg_form("tags-any=x,y&not-tags=a", small, candidates) == ("per-row" if small_per_row else "semi-join")
@@ -663,8 +672,29 @@ def test_a_later_page_over_many_candidates_is_driven_where_its_rows_are_few_besi
     assert _pg_form(query, after, candidates, marker="m", limit=437) == "driven"
     assert _pg_form(query, after, candidates, marker="m", limit=436) != "driven"
     assert _pg_form(query, after, candidates, marker="m", limit=1000) == "driven"
-    # A page that never fills (3,520 rows pass) reads every candidate.
-    assert _pg_form(query, after, candidates, marker="m", limit=5000) == "driven"
+    assert _pg_form(query, after, candidates, limit=1000) != "driven"  # a first page: the share rule
+    # A page that never fills reads every candidate: 10,000 of 100,000 carry
+    # r and all carry one of the set (200,000 rows, the share counted at most
+    # 1), so 10,000 pass; a page of 20,000 reads all 100,000, and 210,000 rows
+    # are over twice that (unclamped, 20,000 / 0.1 would be 200,000).
+    wide = {"r": 10_000, "x": 100_000, "y": 100_000}
+    assert _pg_form(query, wide, 100_000, marker="m", limit=20_000) != "driven"
+    assert _pg_form(query, wide, 100_000, marker="m", limit=9_000) != "driven"  # 90,000: fewer still
+    # 30,000 carry r, 40,000 rows in the set: 12,000 pass, under a page of
+    # 20,000, so all 100,000 are read, over half the rows.
+    assert _pg_form(query, {"r": 30_000, "x": 20_000, "y": 20_000}, 100_000, marker="m", limit=20_000) == "driven"
+    # The set's share counts at most 1: 30,000 pass (not 36,000), a page of
+    # 25,000 is full after 83,333 candidates, and 150,000 rows are under twice that.
+    crowded = {"r": 30_000, "x": 60_000, "y": 60_000}
+    assert _pg_form(query, crowded, 100_000, marker="m", limit=25_000) == "driven"
+    assert _pg_form(query, crowded, 100_000, marker="m", limit=22_000) != "driven"  # 73,333: under 75,000
+    # A required tag counted 0 (rare by the statistics' bound, its rows
+    # unknown), or one the set outnumbers DRIVEN_AFTER_MARKER_ANY_FACTOR
+    # times: one EXISTS per tag drives from its rows.
+    assert _pg_form(query, {"r": 0, "x": 200_000, "y": 200_000}, candidates, marker="m", limit=1000) != "driven"
+    rarer = {"r": 30_000, "x": DRIVEN_AFTER_MARKER_ANY_FACTOR * 30_000, "y": 0}
+    assert _pg_form(query, rarer, 10**6, marker="m", limit=10**6) == "driven"
+    assert _pg_form(query, rarer | {"y": 1}, 10**6, marker="m", limit=10**6) != "driven"
     # Only a required tag on at most DRIVEN_REQUIRED_MAX rows after the marker.
     common = {"r": DRIVEN_REQUIRED_MAX + 1, "x": 1_000, "y": 1_000}
     assert _pg_form(query, common, candidates, marker="m", limit=10**6) != "driven"

@@ -342,10 +342,13 @@ def test_where_takes_postgresqls_estimates_cautiously(migrated_url):
         assert _form(tag_store, "tags-any=big,mid", fresh) == "semi-join"
         # Beside a not-tags-any, a set on up to PROBED_BESIDE_NOT_ANY_MAX rows
         # (mid and least: 67,000) is one EXISTS per tag over fewer candidates
-        # too; large and least (157,000), the semi-join.
+        # too; over middling ones up to PROBED_BESIDE_NOT_ANY_MIDDLING_MAX
+        # (large and least: 157,000); big and least (507,000), the semi-join.
         assert _form(tag_store, "tags-any=mid,least&not-tags-any=a,b", fresh, 62_000) == "per-tag"
         assert _form(tag_store, "tags-any=mid,least&not-tags-any=a,b", fresh) == "per-tag"
-        assert _form(tag_store, "tags-any=large,least&not-tags-any=a,b", fresh, 62_000) == "semi-join"
+        assert _form(tag_store, "tags-any=large,least&not-tags-any=a,b", fresh, 62_000) == "per-tag"
+        assert _form(tag_store, "tags-any=large,least&not-tags-any=a,b", fresh) == "semi-join"
+        assert _form(tag_store, "tags-any=big,least&not-tags-any=a,b", fresh, 62_000) == "semi-join"
         assert _form(tag_store, "tags-any=mid,least", fresh, 62_000) == "semi-join"
         # Over ~4,000 the set (67,000) is more than ten times the candidates: per row.
         assert _form(tag_store, "tags-any=mid,least&not-tags-any=a,b", fresh, 4_000) == "per-row"
@@ -444,7 +447,8 @@ def test_where_reads_only_what_can_change_the_form(migrated_url):
         # choose whatever the share: nothing is asked (but for the per-row
         # form, up to PER_ROW_CANDIDATES_MAX, where the whole table's give it).
         assert page_after(tag_store, "tags-any=least,x&not-tags-any=a,b", 4_000) == ("per-tag", 0)
-        assert page_after(tag_store, "tags-any=large,least&not-tags-any=a,b", 62_000) == ("semi-join", 0)
+        assert page_after(tag_store, "tags-any=large,least&not-tags-any=a,b", 62_000) == ("per-tag", 0)
+        assert page_after(tag_store, "tags-any=big,least&not-tags-any=a,b", 62_000) == ("semi-join", 0)
         # Without one, a set the whole table's counts make a semi-join stays one.
         assert page_after(tag_store, "tags-any=mid,least", 62_000) == ("semi-join", 0)
         # Without candidates (a tenant's own list) not even the statistics are read.
@@ -793,23 +797,24 @@ def test_a_filtered_lists_later_page_beside_a_not_tags_any_is_chosen_for_the_row
 
 def test_a_later_page_of_a_whole_collection_is_driven_by_the_rows_after_its_marker_and_its_size(pg_store):
     """DRIVEN_AFTER_MARKER_FACTOR: the store's counts after the marker and the page's limit drive a later page."""
-    # 100,000 resources: r on half, x on a fifth, y on a seventh.
+    # 400,000 resources: r on a fifth (80,000), x on an eleventh (36,364),
+    # y on a thirteenth (30,769); the caller's 200,000 rows after r200000.
     form = _forms_after_markers(
         pg_store,
-        "SELECT 'r' || lpad(n::text, 6, '0'), tag FROM generate_series(0, 99999) AS n,"
-        " LATERAL (VALUES (CASE WHEN mod(n, 2) = 0 THEN 'r' END), (CASE WHEN mod(n, 5) = 0 THEN 'x' END),"
-        " (CASE WHEN mod(n, 7) = 0 THEN 'y' END)) AS t(tag) WHERE tag IS NOT NULL",
+        "SELECT 'r' || lpad(n::text, 6, '0'), tag FROM generate_series(0, 399999) AS n,"
+        " LATERAL (VALUES (CASE WHEN mod(n, 5) = 0 THEN 'r' END), (CASE WHEN mod(n, 11) = 0 THEN 'x' END),"
+        " (CASE WHEN mod(n, 13) = 0 THEN 'y' END)) AS t(tag) WHERE tag IS NOT NULL",
         "tags=r&tags-any=x,y",
-        GROUPED_MIN_CANDIDATES,
+        200_000,
     )
-    # The first page: 84,000 rows, too many beside the candidates; the set is small.
-    assert form(None, limit=1000) == "grouped"
-    # After r050000, about half of them: 42,000 rows, still too many by
-    # share; a page of 1,000 is full after some 23,500 candidates (0.25 of
-    # them carry r, 0.17 one of the set), and 42,000 rows are under twice that.
-    assert form("r050000") == "grouped"
-    assert form("r050000", limit=1000) == "driven"
-    assert form("r050000", limit=100) == "grouped"
+    # After r200000, half of each: r on 40,000, the set on 33,566; 73,566
+    # rows, over DRIVEN_MAX_SHARE of the candidates.  0.2 of them carry r,
+    # 0.168 by the set's rows: a page of 1,000 is full after some 29,800
+    # candidates, one of 2,000 after 59,500, and the rows are over twice
+    # the first and under twice the second.
+    assert form("r200000", limit=2000) == "driven"
+    assert form("r200000", limit=1000) == "grouped"
+    assert form("r200000") == "grouped"  # its size unknown
 
 
 @pytest.mark.parametrize("backend", ["postgresql", "mariadb"])
