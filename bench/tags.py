@@ -130,8 +130,8 @@ QUERIES = [
 ]
 
 #: ``--sweep``: the ``not-tags-any`` beside each ``tags-any`` pair of
-#: :data:`SWEEP_ANY` (:data:`tenancy_mw.tags.sql.PROBED_BESIDE_NOT_ANY_MAX`),
-#: on pages of these sizes.
+#: :data:`SWEEP_ANY` (:data:`tenancy_mw.tags.sql.PROBED_BESIDE_NOT_ANY_MAX`,
+#: :data:`~tenancy_mw.tags.sql.PROBED_BESIDE_NOT_ANY_MIDDLING_MAX`), on pages of these sizes.
 SWEEP_NOT_ANY = "not-tags-any=tag0001,tag0003"
 SWEEP_NOT_ANY_PAGES = [(None, "01", "~4,000"), (None, "1", "~62,000"), (None, "4", "~250,000"), (None, None, "all")]
 #: ``--sweep``: the required tags (ranks) beside the last

@@ -51,9 +51,14 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   tag at middling sizes (:data:`PROBED_ANY_ALONE_MAX`; beside a
   ``not-tags-any``, :data:`PROBED_BESIDE_NOT_ANY_MAX`) and beside a rare
   required tag (:data:`PROBED_REQUIRED_MAX`); over fewer
-  candidates, one ``EXISTS`` per tag for a middling set alone that they
+  candidates, without a required tag, grouped on a later page whose
+  marker's range goes inside when its tags are on at most
+  :data:`GROUPED_ANY_SMALL` rows after the marker (over more than
+  :data:`PER_ROW_CANDIDATES_MAX`, :data:`GROUPED_MIN_CANDIDATES`), else
+  one ``EXISTS`` per tag for a middling set alone that they
   outnumber, for a set beside a ``not-tags-any`` on at most
-  :data:`PROBED_BESIDE_NOT_ANY_MAX` rows (over middling candidates
+  :data:`PROBED_BESIDE_NOT_ANY_MAX` rows (over middling candidates, on a
+  page whose marker's range stays out of the subqueries,
   :data:`PROBED_BESIDE_NOT_ANY_MIDDLING_MAX`), or beside a required tag rarer
   than the set and than them; beside a ``not-tags-any`` and a required tag
   over more than :data:`PER_ROW_CANDIDATES_MAX`, driven where that tag is
@@ -219,7 +224,11 @@ DRIVEN_BESIDE_RARE_MAX_SHARE = 0.25
 #: and 122,000 rows after them, over ``DRIVEN_REQUIRED_MAX``; so the factor's
 #: upper side rests on pages the rule does not take); the whole collection,
 #: 3.6, 48.0 against 39.4; ``tags=tag0020&tags-any=tag0005,tag0008`` after
-#: ``8``, 0.9, 20.5 against 27.8 for one ``EXISTS`` per tag.
+#: ``8``, 0.9, 20.5 against 27.8 for one ``EXISTS`` per tag.  Beside a
+#: required tag on at most :data:`PROBED_REQUIRED_MAX` rows one ``EXISTS``
+#: per tag drives from that tag's rows instead; there the rule rests on
+#: the timings (``tag0030`` to ``tag0040`` beside ``tag0005,tag0008`` after
+#: ``c``, 10.8 to 12.4 ms driven against 25.4 to 31.5), not on the reasoning.
 DRIVEN_AFTER_MARKER_FACTOR = 2
 #: See :data:`DRIVEN_AFTER_MARKER_FACTOR`: the rule is taken only as far as
 #: it was timed.  A required tag counted 0 (outside the statistics' most
@@ -309,20 +318,31 @@ PROBED_ANY_ALONE_MAX = 60_000
 #: ``not-tags-any=tag0001,tag0003``, one ``EXISTS`` per tag 27 ms against
 #: 31 ms for the semi-join over ~4,000 candidates, 39 against 111 over
 #: ~62,000, 49 against 133 over ~250,000; of 146,000 rows the semi-join
-#: wins or ties: 55 against 59 ms, 90 against 86, 32 against 63).
+#: won over ~4,000 and ~250,000 candidates and tied over ~62,000: 55
+#: against 59 ms, 90 against 86, 32 against 63; over middling candidates
+#: later sweeps had one ``EXISTS`` per tag win there:
+#: :data:`PROBED_BESIDE_NOT_ANY_MIDDLING_MAX`).
 PROBED_BESIDE_NOT_ANY_MAX = 100_000
 #: :data:`PROBED_BESIDE_NOT_ANY_MAX` over :func:`_middling` candidates (more
 #: than :data:`PER_ROW_CANDIDATES_MAX`, fewer than
-#: :data:`GROUPED_MIN_CANDIDATES`): there the semi-join checks the
-#: ``not-tags-any`` on nearly every candidate before its set of 140,000 rows
-#: narrows them, and one ``EXISTS`` per tag won in three sweeps on three
-#: machines (``bench/tags.py --sweep``, "beside a not-tags-any", over ~62,000
-#: candidates: 119.8 ms against 163.1, 52.0 against 75.1, and on 27 November
-#: 2026 37.3 against 55.4), while beside 189,000 rows the semi-join took
-#: 24.3 ms against 46.6; over ~250,000 candidates the semi-join won at
-#: 140,000 rows in each (24.1 against 39.9 in the last), where
-#: :data:`PROBED_BESIDE_NOT_ANY_MAX` holds.  No set between 140,000 and
-#: 189,000 rows was timed: this bound lies between them.
+#: :data:`GROUPED_MIN_CANDIDATES`) on a page whose marker's range does not
+#: go inside the tag subqueries (a first page, a filtered list): there the
+#: semi-join checks the ``not-tags-any`` on nearly every candidate before
+#: its set narrows them.  ``bench/tags.py --sweep``, "beside a
+#: not-tags-any", over ~62,000 candidates, ``tags-any=tag0008,tag0012``
+#: (140,000 to 148,700 rows by each load's statistics): one ``EXISTS`` per
+#: tag won in the last three sweeps, each on another machine (119.8 ms
+#: against 163.1 for the semi-join, 52.0 against 75.1, and on 27 November
+#: 2026 37.3 against 55.4), after one where the two tied (a set of 146,000
+#: rows, 86 against 90); beside ``tag0006,tag0009`` (181,000 to 189,000
+#: rows) the semi-join took 24.3 ms against 46.6.  No set between was
+#: timed, nor a middling page but ~62,000 candidates: the bound lies
+#: between the two sets and is carried over the middling range.  Over
+#: ~250,000 candidates the semi-join won at 140,000 rows in each sweep
+#: (24.1 against 39.9 in the last), where :data:`PROBED_BESIDE_NOT_ANY_MAX`
+#: holds; so does it on a later page whose marker's range goes inside the
+#: subqueries, where the semi-join reads only the set's rows after the
+#: marker and one ``EXISTS`` per tag hashes each tag's rows whole.
 PROBED_BESIDE_NOT_ANY_MIDDLING_MAX = 160_000
 #: On PostgreSQL, given counts and at least :data:`GROUPED_MIN_CANDIDATES`
 #: candidates, ``tags-any`` beside a required tag on at most this many rows
@@ -391,7 +411,16 @@ MYSQL_SEMI_JOIN_MAX = 30_000
 #: beside small sets (beside large ones, over few candidates, the per-row
 #: form: :data:`PER_ROW_CANDIDATES_MAX`), which beats reading a whole tag
 #: set when candidates are few (a tenant's own list), and loses when the
-#: page walks a large collection.
+#: page walks a large collection.  But for a later page over more than
+#: :data:`PER_ROW_CANDIDATES_MAX` whose marker's range goes inside the tag
+#: subqueries, with a ``tags-any`` and no required tag: the grouped form
+#: reads only the set's rows after the marker, and is taken where they are
+#: at most :data:`GROUPED_ANY_SMALL` (``bench/tags.py``'s data, 27 November
+#: 2026, 11 runs each, after marker ``f``, ~62,000 candidates: ``tags-any
+#: 28k`` 2.7 ms against 6.9 for the semi-join the store took, ``any+not-any``
+#: 5.5 against 16.5 per tag, ``tags-any=tag0008,tag0012&not-tags-any=tag0001,tag0003``
+#: 7.9 against 40.5 for the semi-join, ``tags-any common``, 22,000 rows after
+#: the marker, 13.0 against 15.7).
 GROUPED_MIN_CANDIDATES = 100_000
 #: Default most rows :func:`count_tags` reads per tag: what the choice of
 #: :func:`tag_condition` needs to know, and no more.
@@ -855,9 +884,11 @@ def _postgresql_form_name(
             return "per-tag"
         if all_of and _rarest(counts, all_of) <= PROBED_REQUIRED_MAX:
             return "per-tag"
+    elif ranged and not all_of and _middling(candidates) and not _more_than(counts, any_of, GROUPED_ANY_SMALL):
+        return "grouped"
     elif beside_not_any and all_of and _middling(candidates):
         return _beside_not_any_form(all_of, any_of, counts, candidates, ranged=ranged)
-    elif _probed_over_few(all_of, any_of, counts, candidates, beside_not_any):
+    elif _probed_over_few(all_of, any_of, counts, candidates, beside_not_any, ranged=ranged):
         return "per-tag"
     return "semi-join"
 
@@ -897,7 +928,8 @@ def _driven_after_marker(
     """
     rarest = _rarest(counts, all_of)
     rows = _rows(counts, any_of)
-    if not 0 < rarest <= DRIVEN_REQUIRED_MAX or rows > DRIVEN_AFTER_MARKER_ANY_FACTOR * rarest:
+    # A tag counted 0 beside any set is refused by the factor.
+    if rarest > DRIVEN_REQUIRED_MAX or rows > DRIVEN_AFTER_MARKER_ANY_FACTOR * rarest:
         return False
     density = rarest / candidates * min(1.0, rows / candidates)
     read = candidates if density * candidates <= limit else limit / density
@@ -964,14 +996,21 @@ def _per_tag_most(beside_not_any: bool) -> int:
 
 
 def _probed_over_few(
-    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, beside_not_any: bool
+    all_of: frozenset,
+    any_of: frozenset,
+    counts: Mapping[str, int],
+    candidates: int,
+    beside_not_any: bool,
+    *,
+    ranged: bool = False,
 ) -> bool:
     """Whether one ``EXISTS`` per tag beats the semi-join over fewer than :data:`GROUPED_MIN_CANDIDATES` candidates.
 
     Without a required tag: beside a ``not-tags-any`` (*beside_not_any*), a
     set on at most :data:`PROBED_BESIDE_NOT_ANY_MAX` rows, whatever the
     candidates, or :data:`PROBED_BESIDE_NOT_ANY_MIDDLING_MAX` over
-    :func:`_middling` candidates (the semi-join would check the
+    :func:`_middling` candidates unless the marker's range goes inside the
+    tag subqueries (*ranged*) (the semi-join would check the
     ``not-tags-any`` on every candidate first); otherwise a middling set (more than
     :data:`GROUPED_ANY_SMALL` rows, at most :data:`PROBED_ANY_ALONE_MAX`)
     that the candidates outnumber; PostgreSQL hashes each tag's ids once
@@ -994,7 +1033,8 @@ def _probed_over_few(
         rarest = _rarest(counts, all_of)
         return rarest <= candidates and rarest < rows
     if beside_not_any:
-        return rows <= (PROBED_BESIDE_NOT_ANY_MIDDLING_MAX if _middling(candidates) else PROBED_BESIDE_NOT_ANY_MAX)
+        middling = _middling(candidates) and not ranged
+        return rows <= (PROBED_BESIDE_NOT_ANY_MIDDLING_MAX if middling else PROBED_BESIDE_NOT_ANY_MAX)
     return GROUPED_ANY_SMALL < rows <= min(_per_tag_most(beside_not_any), candidates)
 
 
@@ -1013,8 +1053,10 @@ def _form_settled(
     a required tag and a ``not-tags-any`` over middling candidates
     (:func:`_beside_not_any_form`, by the rows after the marker) only where
     the rarest required tag is on at most :data:`PROBED_REQUIRED_MAX` rows
-    (fewer rows keep it so, and the set's ratio to it); without a required tag,
-    beside a ``not-tags-any`` (*beside_not_any*: whatever the share, the
+    (fewer rows keep it so, and the set's ratio to it); without a required tag
+    over middling candidates, only a set already on at most
+    :data:`GROUPED_ANY_SMALL` rows (grouped; fewer rows may group a larger
+    one); otherwise without a required tag, beside a ``not-tags-any`` (*beside_not_any*: whatever the share, the
     whole table's counts choose between one ``EXISTS`` per tag and the
     semi-join) and wherever the whole table's give the semi-join.
     Up to rounding: the store rounds each scaled count alone, so beside a
@@ -1043,6 +1085,9 @@ def _form_settled(
         # tag on at least the set's rows keeps the semi-join.
         probed = _probed_over_few(all_of, any_of, counts, candidates, beside_not_any)
         return probed or _rarest(counts, all_of) >= _rows(counts, any_of)
+    if _middling(candidates):
+        # Fewer rows after the marker may make the set small enough to group.
+        return not _more_than(counts, any_of, GROUPED_ANY_SMALL)
     if beside_not_any:
         return True
     return _postgresql_form_name(all_of, any_of, counts, candidates, beside_not_any, ranged=True) != "per-tag"

@@ -533,6 +533,8 @@ def test_beside_a_not_tags_any_a_set_of_up_to_100k_rows_160k_over_middling_candi
         assert _pg_form(query, at_most_middling, candidates) == (large or ("per-tag" if middling else "semi-join"))
         over_middling = {"x": most_middling // 2, "y": most_middling - most_middling // 2 + 1}
         assert _pg_form(query, over_middling, candidates) == (large or "semi-join")
+        # A later page whose marker's range goes inside: PROBED_BESIDE_NOT_ANY_MAX.
+        assert _pg_form(query, over, candidates, marker="m") == (large or "semi-join")
         # Without it, over fewer candidates than the set: the semi-join.
         assert _pg_form("tags-any=x,y", at_most, candidates) == (large_alone or "semi-join")
         assert _pg_form("tags-any=x,y&not-tags=a", small, candidates) == ("per-row" if small_per_row else "semi-join")
@@ -699,7 +701,7 @@ def test_a_later_page_over_many_candidates_is_driven_where_its_rows_are_few_besi
     common = {"r": DRIVEN_REQUIRED_MAX + 1, "x": 1_000, "y": 1_000}
     assert _pg_form(query, common, candidates, marker="m", limit=10**6) != "driven"
     assert _pg_form(query, common | {"r": DRIVEN_REQUIRED_MAX}, candidates, marker="m", limit=10**6) == "driven"
-    # A dense page fills after few candidates: one EXISTS per tag or grouped reads them.
+    # A dense page fills after few candidates, which the semi-join reads.
     dense = {"r": 75_000, "x": 60_000, "y": 60_000}
     assert _pg_form(query, dense, 150_000, marker="m", limit=1000) != "driven"
     # Under GROUPED_MIN_CANDIDATES the rules of fewer candidates, and a
@@ -711,6 +713,33 @@ def test_a_later_page_over_many_candidates_is_driven_where_its_rows_are_few_besi
     loose = sa.table("loose", sa.column("id", sa.String(40, collation="und-x-icu")))
     condition = parse_tag_query(query).where(loose.c.id, TABLES.tags, after, candidates, marker="m", limit=1000)
     assert form_of(str(condition.compile(dialect=postgresql.dialect()))) != "driven"
+
+
+def test_a_later_page_over_middling_candidates_groups_a_set_few_after_its_marker():
+    """GROUPED_MIN_CANDIDATES's exception: after a marker whose range goes inside, grouped reads only those rows."""
+
+    def grouped(query, counts, candidates, marker=None):
+        # The tags-any's IN (... GROUP BY ...); a not-tags-any beside it may be probed per row.
+        return "GROUP BY" in _condition_sql(query, counts, candidates, marker)
+
+    small = GROUPED_ANY_SMALL // 2
+    at_most = {"x": small, "y": GROUPED_ANY_SMALL - small}
+    over = {"x": small, "y": GROUPED_ANY_SMALL - small + 1}
+    for query in ("tags-any=x,y", "tags-any=x,y&not-tags-any=a,b", "tags-any=x,y&not-tags=a"):
+        for candidates in (PER_ROW_CANDIDATES_MAX + 1, 62_000, GROUPED_MIN_CANDIDATES - 1):
+            assert grouped(query, at_most, candidates, marker="m"), (query, candidates)
+            assert not grouped(query, over, candidates, marker="m"), (query, candidates)
+            assert not grouped(query, at_most, candidates)  # a first page reads the whole set
+        # Over a tenant-sized page or fewer, not.
+        assert not grouped(query, at_most, PER_ROW_CANDIDATES_MAX, marker="m")
+    # Beside a required tag, the rules of required tags.
+    assert _pg_form("tags=r&tags-any=x,y", at_most | {"r": 10**6}, 62_000, marker="m") == "semi-join"
+    # A marker that stays outside the subqueries: a first page's rule.
+    from sqlalchemy.dialects import postgresql
+
+    loose = sa.table("loose", sa.column("id", sa.String(40, collation="und-x-icu")))
+    condition = parse_tag_query("tags-any=x,y").where(loose.c.id, TABLES.tags, at_most, 62_000, marker="m")
+    assert "GROUP BY" not in str(condition.compile(dialect=postgresql.dialect()))
 
 
 def test_over_few_candidates_a_not_tags_any_of_two_tags_is_probed_per_row():
@@ -812,12 +841,15 @@ def test_a_form_said_settled_is_the_one_the_rows_after_any_marker_give_too():
                     assert _pg_form(query_string, later, candidates, marker="m") == form, (counts, candidates, share)
                 checked += 1
     assert checked > 300  # the grid reaches settled forms of every kind, not a handful
-    # Over few candidates beside a not-tags-any the whole table's counts
-    # decide whatever the share; without one, a set on middling rows may
-    # become a semi-join after the marker.
+    # Over middling candidates without a required tag, a set on more than
+    # GROUPED_ANY_SMALL rows may be grouped after the marker, with a
+    # not-tags-any or without; one on at most that many is grouped already.
     middling = {"x": 20_000, "y": 20_000}
-    assert tags_sql._form_settled(frozenset(), frozenset("xy"), middling, 62_000, True)
+    assert not tags_sql._form_settled(frozenset(), frozenset("xy"), middling, 62_000, True)
     assert not tags_sql._form_settled(frozenset(), frozenset("xy"), middling, 62_000, False)
+    small = {"x": 10_000, "y": GROUPED_ANY_SMALL - 10_000}
+    assert tags_sql._form_settled(frozenset(), frozenset("xy"), small, 62_000, True)
+    assert tags_sql._form_settled(frozenset(), frozenset("xy"), small, 62_000, False)
 
 
 def test_a_later_page_chooses_one_exists_per_tag_on_the_whole_tables_rows():
