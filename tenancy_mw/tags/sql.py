@@ -888,8 +888,11 @@ def _postgresql_form_name(
         return "grouped"
     elif beside_not_any and all_of and _middling(candidates):
         return _beside_not_any_form(all_of, any_of, counts, candidates, ranged=ranged)
-    elif _probed_over_few(all_of, any_of, counts, candidates, beside_not_any, ranged=ranged):
+    elif _probed_over_few(all_of, any_of, counts, candidates, beside_not_any):
         return "per-tag"
+    elif beside_not_any and not (all_of or ranged) and _middling(candidates):
+        if not _more_than(counts, any_of, PROBED_BESIDE_NOT_ANY_MIDDLING_MAX):
+            return "per-tag"
     return "semi-join"
 
 
@@ -996,22 +999,16 @@ def _per_tag_most(beside_not_any: bool) -> int:
 
 
 def _probed_over_few(
-    all_of: frozenset,
-    any_of: frozenset,
-    counts: Mapping[str, int],
-    candidates: int,
-    beside_not_any: bool,
-    *,
-    ranged: bool = False,
+    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, beside_not_any: bool
 ) -> bool:
     """Whether one ``EXISTS`` per tag beats the semi-join over fewer than :data:`GROUPED_MIN_CANDIDATES` candidates.
 
     Without a required tag: beside a ``not-tags-any`` (*beside_not_any*), a
     set on at most :data:`PROBED_BESIDE_NOT_ANY_MAX` rows, whatever the
-    candidates, or :data:`PROBED_BESIDE_NOT_ANY_MIDDLING_MAX` over
-    :func:`_middling` candidates unless the marker's range goes inside the
-    tag subqueries (*ranged*) (the semi-join would check the
-    ``not-tags-any`` on every candidate first); otherwise a middling set (more than
+    candidates (the semi-join would check the ``not-tags-any`` on every
+    candidate first; over :func:`_middling` candidates on a page whose
+    marker's range stays out of the tag subqueries,
+    :data:`PROBED_BESIDE_NOT_ANY_MIDDLING_MAX`: :func:`_postgresql_form_name`); otherwise a middling set (more than
     :data:`GROUPED_ANY_SMALL` rows, at most :data:`PROBED_ANY_ALONE_MAX`)
     that the candidates outnumber; PostgreSQL hashes each tag's ids once
     rather than probe the semi-join per row (``bench/tags.py --sweep``,
@@ -1033,8 +1030,7 @@ def _probed_over_few(
         rarest = _rarest(counts, all_of)
         return rarest <= candidates and rarest < rows
     if beside_not_any:
-        middling = _middling(candidates) and not ranged
-        return rows <= (PROBED_BESIDE_NOT_ANY_MIDDLING_MAX if middling else PROBED_BESIDE_NOT_ANY_MAX)
+        return rows <= PROBED_BESIDE_NOT_ANY_MAX
     return GROUPED_ANY_SMALL < rows <= min(_per_tag_most(beside_not_any), candidates)
 
 
