@@ -52,9 +52,9 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   ``not-tags-any``, :data:`PROBED_BESIDE_NOT_ANY_MAX`) and beside a rare
   required tag (:data:`PROBED_REQUIRED_MAX`); over fewer
   candidates, without a required tag, grouped on a later page whose
-  marker's range goes inside when its tags are on at most
-  :data:`GROUPED_ANY_SMALL` rows after the marker (over more than
-  :data:`PER_ROW_CANDIDATES_MAX`, :data:`GROUPED_MIN_CANDIDATES`), else
+  marker's range goes inside when its tags' rows after the marker are few
+  beside the candidates (over more than :data:`PER_ROW_CANDIDATES_MAX`,
+  :data:`GROUPED_AFTER_MARKER_MAX_SHARE`), else
   one ``EXISTS`` per tag for a middling set alone that they
   outnumber, for a set beside a ``not-tags-any`` on at most
   :data:`PROBED_BESIDE_NOT_ANY_MAX` rows (over middling candidates, on a
@@ -110,6 +110,7 @@ __all__ = [
     "GROUPED_ANY_BESIDE",
     "GROUPED_ANY_MAX",
     "GROUPED_ANY_REQUIRED_MAX",
+    "GROUPED_AFTER_MARKER_MAX_SHARE",
     "GROUPED_ANY_SMALL",
     "GROUPED_MIN_CANDIDATES",
     "DRIVEN_BESIDE_NOT_ANY_FACTOR",
@@ -411,17 +412,27 @@ MYSQL_SEMI_JOIN_MAX = 30_000
 #: beside small sets (beside large ones, over few candidates, the per-row
 #: form: :data:`PER_ROW_CANDIDATES_MAX`), which beats reading a whole tag
 #: set when candidates are few (a tenant's own list), and loses when the
-#: page walks a large collection.  But for a later page over more than
-#: :data:`PER_ROW_CANDIDATES_MAX` whose marker's range goes inside the tag
-#: subqueries, with a ``tags-any`` and no required tag: the grouped form
-#: reads only the set's rows after the marker, and is taken where they are
-#: at most :data:`GROUPED_ANY_SMALL` (``bench/tags.py``'s data, 27 November
-#: 2026, 11 runs each, after marker ``f``, ~62,000 candidates: ``tags-any
-#: 28k`` 2.7 ms against 6.9 for the semi-join the store took, ``any+not-any``
-#: 5.5 against 16.5 per tag, ``tags-any=tag0008,tag0012&not-tags-any=tag0001,tag0003``
-#: 7.9 against 40.5 for the semi-join, ``tags-any common``, 22,000 rows after
-#: the marker, 13.0 against 15.7).
+#: page walks a large collection.  But for a later page:
+#: :data:`GROUPED_AFTER_MARKER_MAX_SHARE`.
 GROUPED_MIN_CANDIDATES = 100_000
+#: On PostgreSQL, a later page over more than :data:`PER_ROW_CANDIDATES_MAX`
+#: and fewer than :data:`GROUPED_MIN_CANDIDATES` candidates whose marker's
+#: range goes inside the tag subqueries, with a ``tags-any`` and no required
+#: tag, takes the grouped form where the set's rows after the marker are at
+#: most this share of the candidates: it reads only those.  Timed on
+#: ``bench/tags.py``'s data after marker ``f`` (~62,000 candidates, 27
+#: November 2026, 11 runs each, the store's own SQL): ``tags-any 28k``, a
+#: share of 0.03, 2.3 ms against 6.5 for the semi-join the store took
+#: before; ``any+not-any``, 0.05, 5.5 against 16.5 for one ``EXISTS`` per
+#: tag; ``tags-any=tag0008,tag0012&not-tags-any=tag0001,tag0003``, 0.14,
+#: 8.6 against 44.4 for the semi-join; ``tags-any common``, about 0.35,
+#: no clear winner (grouped 13.0 against 14.8 for the semi-join timed
+#: apart, 18.9 against 16.1 in the table's runs after and before); and
+#: over first pages of ~62,000 and ~16,000 candidates, where the grouped
+#: form reads the whole set, a ``tags-any`` of 17,500 rows
+#: (0.28 and 1.1) lost to the semi-join, 13.6 against 10.5 and 11.2 against
+#: 6.4.  The share lies between the timed ones, not on a measured crossing.
+GROUPED_AFTER_MARKER_MAX_SHARE = 0.2
 #: Default most rows :func:`count_tags` reads per tag: what the choice of
 #: :func:`tag_condition` needs to know, and no more.
 TAG_COUNT_CAP = GROUPED_ANY_REQUIRED_MAX + 1
@@ -884,7 +895,7 @@ def _postgresql_form_name(
             return "per-tag"
         if all_of and _rarest(counts, all_of) <= PROBED_REQUIRED_MAX:
             return "per-tag"
-    elif ranged and not all_of and _middling(candidates) and not _more_than(counts, any_of, GROUPED_ANY_SMALL):
+    elif ranged and not all_of and _middling(candidates) and _grouped_after_marker(any_of, counts, candidates):
         return "grouped"
     elif beside_not_any and all_of and _middling(candidates):
         return _beside_not_any_form(all_of, any_of, counts, candidates, ranged=ranged)
@@ -918,8 +929,9 @@ def _driven_after_marker(
     :data:`DRIVEN_AFTER_MARKER_FACTOR`.
 
     *counts* and *candidates*: after the marker; *limit*: the page's size.
-    A required tag on 0 rows there, or beside a set on more than
-    :data:`DRIVEN_AFTER_MARKER_ANY_FACTOR` times them, never.
+    Never beside a set on more than :data:`DRIVEN_AFTER_MARKER_ANY_FACTOR`
+    times the required tag's rows there (so never beside a tag on 0 rows
+    but for an empty set, which the share rule drives anyway).
 
     Example::
 
@@ -937,6 +949,17 @@ def _driven_after_marker(
     density = rarest / candidates * min(1.0, rows / candidates)
     read = candidates if density * candidates <= limit else limit / density
     return rarest + rows <= DRIVEN_AFTER_MARKER_FACTOR * read
+
+
+def _grouped_after_marker(any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
+    """Whether a later page over middling candidates groups its ``tags-any``: :data:`GROUPED_AFTER_MARKER_MAX_SHARE`.
+
+    Example::
+
+        >>> _grouped_after_marker(frozenset("ab"), {"a": 2_000, "b": 1_000}, 62_000)
+        True
+    """
+    return _rows(counts, any_of) <= GROUPED_AFTER_MARKER_MAX_SHARE * candidates
 
 
 def _driven_beside_not_any(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int) -> bool:
@@ -1050,8 +1073,8 @@ def _form_settled(
     (:func:`_beside_not_any_form`, by the rows after the marker) only where
     the rarest required tag is on at most :data:`PROBED_REQUIRED_MAX` rows
     (fewer rows keep it so, and the set's ratio to it); without a required tag
-    over middling candidates, only a set already on at most
-    :data:`GROUPED_ANY_SMALL` rows (grouped; fewer rows may group a larger
+    over middling candidates, only a set already grouped
+    (:data:`GROUPED_AFTER_MARKER_MAX_SHARE`; fewer rows may group a larger
     one); otherwise without a required tag, beside a ``not-tags-any`` (*beside_not_any*: whatever the share, the
     whole table's counts choose between one ``EXISTS`` per tag and the
     semi-join) and wherever the whole table's give the semi-join.
@@ -1082,8 +1105,8 @@ def _form_settled(
         probed = _probed_over_few(all_of, any_of, counts, candidates, beside_not_any)
         return probed or _rarest(counts, all_of) >= _rows(counts, any_of)
     if _middling(candidates):
-        # Fewer rows after the marker may make the set small enough to group.
-        return not _more_than(counts, any_of, GROUPED_ANY_SMALL)
+        # Fewer rows after the marker may make the set few enough to group.
+        return _grouped_after_marker(any_of, counts, candidates)
     if beside_not_any:
         return True
     return _postgresql_form_name(all_of, any_of, counts, candidates, beside_not_any, ranged=True) != "per-tag"

@@ -375,7 +375,7 @@ class TagStore:
         # Over a tenant-sized page (up to GROUPED_ANY_SMALL) the counts serve
         # only for the per-row form (PER_ROW_CANDIDATES_MAX) and beside a
         # not-tags-any (PROBED_BESIDE_NOT_ANY_MAX, PROBED_BESIDE_NOT_ANY_MIDDLING_MAX,
-        # DRIVEN_BESIDE_NOT_ANY_FACTOR):
+        # DRIVEN_BESIDE_NOT_ANY_FACTOR, GROUPED_AFTER_MARKER_MAX_SHARE there):
         # nothing is read for anything else.
         if PER_ROW_CANDIDATES_MAX < candidates <= GROUPED_ANY_SMALL and not not_all_of:
             return None

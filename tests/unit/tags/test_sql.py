@@ -22,6 +22,7 @@ from tenancy_mw.tags.sql import (
     DRIVEN_BESIDE_RARE_MAX_SHARE,
     DRIVEN_MAX_SHARE,
     DRIVEN_REQUIRED_MAX,
+    GROUPED_AFTER_MARKER_MAX_SHARE,
     GROUPED_ANY_BESIDE,
     GROUPED_ANY_MAX,
     GROUPED_ANY_REQUIRED_MAX,
@@ -716,29 +717,38 @@ def test_a_later_page_over_many_candidates_is_driven_where_its_rows_are_few_besi
 
 
 def test_a_later_page_over_middling_candidates_groups_a_set_few_after_its_marker():
-    """GROUPED_MIN_CANDIDATES's exception: after a marker whose range goes inside, grouped reads only those rows."""
+    """GROUPED_AFTER_MARKER_MAX_SHARE: after a marker whose range goes inside, grouped reads only those rows."""
+    from sqlalchemy.dialects import mysql, postgresql
 
     def grouped(query, counts, candidates, marker=None):
         # The tags-any's IN (... GROUP BY ...); a not-tags-any beside it may be probed per row.
         return "GROUP BY" in _condition_sql(query, counts, candidates, marker)
 
-    small = GROUPED_ANY_SMALL // 2
-    at_most = {"x": small, "y": GROUPED_ANY_SMALL - small}
-    over = {"x": small, "y": GROUPED_ANY_SMALL - small + 1}
     for query in ("tags-any=x,y", "tags-any=x,y&not-tags-any=a,b", "tags-any=x,y&not-tags=a"):
         for candidates in (PER_ROW_CANDIDATES_MAX + 1, 62_000, GROUPED_MIN_CANDIDATES - 1):
+            most = int(GROUPED_AFTER_MARKER_MAX_SHARE * candidates)
+            at_most = {"x": most // 2, "y": most - most // 2}
+            over = {"x": most // 2, "y": most - most // 2 + 1}
             assert grouped(query, at_most, candidates, marker="m"), (query, candidates)
             assert not grouped(query, over, candidates, marker="m"), (query, candidates)
             assert not grouped(query, at_most, candidates)  # a first page reads the whole set
         # Over a tenant-sized page or fewer, not.
-        assert not grouped(query, at_most, PER_ROW_CANDIDATES_MAX, marker="m")
+        assert not grouped(query, {"x": 10, "y": 10}, PER_ROW_CANDIDATES_MAX, marker="m")
+    # Beside it a not-tags-any is probed per row (OFFSET 0), and the grouped
+    # IN holds the page: PostgreSQL's SQL says the marker inside it only;
+    # MySQL's (one EXISTS per tag, the range outside) says it outside.
+    few = {"x": 1_000, "y": 1_000}
+    sql_text = _condition_sql("tags-any=x,y&not-tags-any=a,b", few, 62_000, "m")
+    assert sql_text.count("OFFSET 0") == 2
+    assert "GROUP BY" in sql_text
+    assert "things.id >" not in sql_text
+    mysql_text = _condition_sql("tags-any=x,y&not-tags-any=a,b", few, 62_000, "m", dialect=mysql.dialect())
+    assert "things.id >" in mysql_text
     # Beside a required tag, the rules of required tags.
-    assert _pg_form("tags=r&tags-any=x,y", at_most | {"r": 10**6}, 62_000, marker="m") == "semi-join"
+    assert _pg_form("tags=r&tags-any=x,y", few | {"r": 10**6}, 62_000, marker="m") == "semi-join"
     # A marker that stays outside the subqueries: a first page's rule.
-    from sqlalchemy.dialects import postgresql
-
     loose = sa.table("loose", sa.column("id", sa.String(40, collation="und-x-icu")))
-    condition = parse_tag_query("tags-any=x,y").where(loose.c.id, TABLES.tags, at_most, 62_000, marker="m")
+    condition = parse_tag_query("tags-any=x,y").where(loose.c.id, TABLES.tags, few, 62_000, marker="m")
     assert "GROUP BY" not in str(condition.compile(dialect=postgresql.dialect()))
 
 
@@ -822,6 +832,7 @@ def test_a_form_said_settled_is_the_one_the_rows_after_any_marker_give_too():
     """TagStore skips the two EXPLAINs of a marker's share where _form_settled says a later page keeps the form."""
     sizes = [5_000, 25_000, 50_000, 50_001, 100_000]  # sums on both sides of PROBED_BESIDE_NOT_ANY_MAX
     pairs = [(x, y) for x in sizes for y in sizes if x <= y]
+    grid_candidates = [20_000, 20_001, 62_000, GROUPED_MIN_CANDIDATES - 1, GROUPED_MIN_CANDIDATES, 250_000, 10**6]
     checked = 0
     for required, beside_not_any in itertools.product([None, 7_000, 20_000, 60_000, 80_000, 250_000], [False, True]):
         query_string = ("tags=r&" if required is not None else "") + "tags-any=x,y"
@@ -829,7 +840,7 @@ def test_a_form_said_settled_is_the_one_the_rows_after_any_marker_give_too():
         all_of = frozenset("r") if required is not None else frozenset()
         for x, y in pairs:
             counts = {"x": x, "y": y} | ({"r": required} if required is not None else {})
-            for candidates in [20_000, 62_000, GROUPED_MIN_CANDIDATES - 1, GROUPED_MIN_CANDIDATES, 250_000, 10**6]:
+            for candidates in grid_candidates:
                 if not tags_sql._form_settled(all_of, frozenset("xy"), counts, candidates, beside_not_any):
                     continue
                 form = _pg_form(query_string, counts, candidates, marker="m")
@@ -842,12 +853,13 @@ def test_a_form_said_settled_is_the_one_the_rows_after_any_marker_give_too():
                 checked += 1
     assert checked > 300  # the grid reaches settled forms of every kind, not a handful
     # Over middling candidates without a required tag, a set on more than
-    # GROUPED_ANY_SMALL rows may be grouped after the marker, with a
-    # not-tags-any or without; one on at most that many is grouped already.
-    middling = {"x": 20_000, "y": 20_000}
+    # GROUPED_AFTER_MARKER_MAX_SHARE of them may be grouped after the
+    # marker, with a not-tags-any or without; one on at most that is grouped already.
+    middling = {"x": 6_200, "y": 6_201}
+    assert 12_400 == GROUPED_AFTER_MARKER_MAX_SHARE * 62_000
     assert not tags_sql._form_settled(frozenset(), frozenset("xy"), middling, 62_000, True)
     assert not tags_sql._form_settled(frozenset(), frozenset("xy"), middling, 62_000, False)
-    small = {"x": 10_000, "y": GROUPED_ANY_SMALL - 10_000}
+    small = {"x": 6_200, "y": 6_200}
     assert tags_sql._form_settled(frozenset(), frozenset("xy"), small, 62_000, True)
     assert tags_sql._form_settled(frozenset(), frozenset("xy"), small, 62_000, False)
 
