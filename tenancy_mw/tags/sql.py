@@ -885,9 +885,10 @@ def _postgresql_form_name(
         'semi-join'
     """
     if candidates >= GROUPED_MIN_CANDIDATES:
-        if all_of and _driven(all_of, any_of, counts, candidates):
-            return "driven"
-        if all_of and ranged and limit is not None and _driven_after_marker(all_of, any_of, counts, candidates, limit):
+        if all_of and (
+            _driven(all_of, any_of, counts, candidates)
+            or (ranged and limit is not None and _driven_after_marker(all_of, any_of, counts, candidates, limit))
+        ):
             return "driven"
         if _any_is_small(all_of, any_of, counts):
             return "grouped"
@@ -1075,7 +1076,8 @@ def _form_settled(
     (fewer rows keep it so, and the set's ratio to it); without a required tag
     over middling candidates, only a set already grouped
     (:data:`GROUPED_AFTER_MARKER_MAX_SHARE`; fewer rows may group a larger
-    one); otherwise without a required tag, beside a ``not-tags-any`` (*beside_not_any*: whatever the share, the
+    one); otherwise without a required tag, beside a ``not-tags-any``
+    (*beside_not_any*: whatever the share, the
     whole table's counts choose between one ``EXISTS`` per tag and the
     semi-join) and wherever the whole table's give the semi-join.
     Up to rounding: the store rounds each scaled count alone, so beside a

@@ -361,14 +361,19 @@ def test_count_tags_counts_exactly_up_to_the_cap_in_one_statement(tag_engine):
         count_tags(None, ["a"], TABLES.tags, cap=0)
 
 
+#: An id column that sorts otherwise than the tag table's on PostgreSQL: a marker stays outside the subqueries.
+LOOSE_IDS = sa.table("loose", sa.column("id", sa.String(40, collation="und-x-icu"))).c.id
+
+
 def _condition_sql(
-    query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None, dialect=None, limit=None
+    query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None, dialect=None, limit=None, ids=None
 ) -> str:
-    """The SQL of the query's condition on *dialect* (PostgreSQL's by default)."""
+    """The SQL of the query's condition on *dialect* (PostgreSQL's by default), on *ids* (the resources' id)."""
     from sqlalchemy.dialects import postgresql
 
     query = parse_tag_query(query_string)
-    condition = query.where(RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker, limit=limit)
+    column = RESOURCES.c.id if ids is None else ids
+    condition = query.where(column, TABLES.tags, counts, candidates, marker=marker, limit=limit)
     return str(condition.compile(dialect=dialect or postgresql.dialect()))
 
 
@@ -595,11 +600,7 @@ def test_beside_a_not_tags_any_middling_candidates_are_driven_or_per_tag_never_t
     assert _pg_form(query, at_most, least, marker="f") == "driven"
     assert _pg_form(query, {"r": 7_000, "x": 30_000, "y": 9_000}, least, marker="f") == "per-tag"
     # A marker that stays outside (an id column that sorts otherwise): the rule holds.
-    from sqlalchemy.dialects import postgresql
-
-    loose = sa.table("loose", sa.column("id", sa.String(40, collation="und-x-icu")))
-    condition = parse_tag_query(query).where(loose.c.id, TABLES.tags, at_most, least, marker="f")
-    text = str(condition.compile(dialect=postgresql.dialect()))
+    text = _condition_sql(query, at_most, least, "f", ids=LOOSE_IDS)
     assert "GROUP BY" in text  # driven
     assert text.count("EXISTS") == 3  # the required tag's inside it, two NOT EXISTS
     # Only beside a not-tags-any: beside a not-tags, or nothing, as before.
@@ -648,11 +649,7 @@ def test_after_a_marker_beside_a_not_tags_any_a_rare_required_tag_drives_unless_
     assert _pg_form(query, {"r": 20_000, "x": 30_000, "y": 0}, PER_ROW_CANDIDATES_MAX, marker="m") == "per-tag"
     # A marker that stays outside the subqueries (an id column that sorts
     # otherwise): the first page's rule.
-    from sqlalchemy.dialects import postgresql
-
-    loose = sa.table("loose", sa.column("id", sa.String(40, collation="und-x-icu")))
-    condition = parse_tag_query(query).where(loose.c.id, TABLES.tags, below, 58_000, marker="m")
-    assert "GROUP BY" not in str(condition.compile(dialect=postgresql.dialect()))
+    assert "GROUP BY" not in _condition_sql(query, below, 58_000, "m", ids=LOOSE_IDS)
     # Beside a not-tags alone the rule is not taken.
     assert _pg_form("tags=r&tags-any=x,y&not-tags=a", below, 58_000, marker="m") != "driven"
 
@@ -709,16 +706,12 @@ def test_a_later_page_over_many_candidates_is_driven_where_its_rows_are_few_besi
     # marker that stays outside the subqueries (an id column that sorts
     # otherwise) is a first page's rule.
     assert _pg_form(query, after, GROUPED_MIN_CANDIDATES - 1, marker="m", limit=1000) != "driven"
-    from sqlalchemy.dialects import postgresql
-
-    loose = sa.table("loose", sa.column("id", sa.String(40, collation="und-x-icu")))
-    condition = parse_tag_query(query).where(loose.c.id, TABLES.tags, after, candidates, marker="m", limit=1000)
-    assert form_of(str(condition.compile(dialect=postgresql.dialect()))) != "driven"
+    assert form_of(_condition_sql(query, after, candidates, "m", limit=1000, ids=LOOSE_IDS)) != "driven"
 
 
 def test_a_later_page_over_middling_candidates_groups_a_set_few_after_its_marker():
     """GROUPED_AFTER_MARKER_MAX_SHARE: after a marker whose range goes inside, grouped reads only those rows."""
-    from sqlalchemy.dialects import mysql, postgresql
+    from sqlalchemy.dialects import mysql
 
     def grouped(query, counts, candidates, marker=None):
         # The tags-any's IN (... GROUP BY ...); a not-tags-any beside it may be probed per row.
@@ -747,9 +740,7 @@ def test_a_later_page_over_middling_candidates_groups_a_set_few_after_its_marker
     # Beside a required tag, the rules of required tags.
     assert _pg_form("tags=r&tags-any=x,y", few | {"r": 10**6}, 62_000, marker="m") == "semi-join"
     # A marker that stays outside the subqueries: a first page's rule.
-    loose = sa.table("loose", sa.column("id", sa.String(40, collation="und-x-icu")))
-    condition = parse_tag_query("tags-any=x,y").where(loose.c.id, TABLES.tags, few, 62_000, marker="m")
-    assert "GROUP BY" not in str(condition.compile(dialect=postgresql.dialect()))
+    assert "GROUP BY" not in _condition_sql("tags-any=x,y", few, 62_000, "m", ids=LOOSE_IDS)
 
 
 def test_over_few_candidates_a_not_tags_any_of_two_tags_is_probed_per_row():
