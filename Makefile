@@ -152,13 +152,19 @@ test-suites:
 	@$(MAKE) --no-print-directory -k -j$(words $(SUITES)) --output-sync=target $(SUITES) \
 	  || { echo "make test: failed (see the \"make test:\" lines above)" >&2; exit 1; }
 
+# One run of the main Python's slow tests: $(call slow-run,N,WHAT,NAME) runs the
+# slow tests of WHAT (paths and options), prints the N slowest, and on failure
+# says "make test: NAME on pythonX.Y failed" (WHAT and NAME without commas).
+define slow-run
+@$(BIN)/python -m pytest -m slow -q --durations=$(1) $(PYTEST_ARGS) $(2) \
+  || { echo "make test: $(3) on python$(PY_VERSION) failed" >&2; exit 1; }
+endef
+
 test-main-servers: $(STAMP)-test
-	@$(BIN)/python -m pytest -m slow -q --durations=20 $(PYTEST_ARGS) $(SERVER_TESTS) \
-	  || { echo "make test: the slow tests of $(SERVER_TESTS) on python$(PY_VERSION) failed" >&2; exit 1; }
+	$(call slow-run,20,$(SERVER_TESTS),the slow tests of $(SERVER_TESTS))
 
 test-main-slow: $(STAMP)-test
-	@$(BIN)/python -m pytest -m slow -q --durations=20 --ignore=tests/openstack --ignore=$(SERVER_TESTS) $(PYTEST_ARGS) \
-	  || { echo "make test: the other slow tests on python$(PY_VERSION) failed" >&2; exit 1; }
+	$(call slow-run,20,--ignore=tests/openstack --ignore=$(SERVER_TESTS),the other slow tests)
 
 test-main-slow-then-openstack: $(STAMP)-test
 	@status=0; \
@@ -176,8 +182,7 @@ test-docs-check:
 	@$(NICE) $(MAKE) --no-print-directory docs-check || { echo "make test: the docs check failed" >&2; exit 1; }
 
 test-main-openstack: $(STAMP)-test
-	@$(BIN)/python -m pytest -m slow -q --durations=10 $(PYTEST_ARGS) tests/openstack \
-	  || { echo "make test: the OpenStack tests on python$(PY_VERSION) failed" >&2; exit 1; }
+	$(call slow-run,10,tests/openstack,the OpenStack tests)
 
 test-main-fast: pytest-fast
 

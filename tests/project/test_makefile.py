@@ -14,17 +14,30 @@ from tests.conftest import require
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _make_command(*args: str, directory: Path = REPO) -> list[str]:
+    """The command line of make running the Makefile of *directory* with *args*."""
+    return ["make", "--no-print-directory", "-C", str(directory), *args]
+
+
 def _make(*args: str, cwd: Path) -> str:
+    """The output of this checkout's make with *args*, run from *cwd*; it must succeed."""
     result = subprocess.run(
-        ["make", "--no-print-directory", "-C", str(REPO), *args], capture_output=True, text=True, cwd=cwd, check=False
+        _make_command(*args), capture_output=True, text=True, cwd=cwd, env=_without_outer_make(), check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
 
+#: What a make running these tests hands down: its own flags, and the
+#: settings given on its command line, which make exports to every recipe
+#: (`tox` runs `make test VENV={envdir}`: a `make clean` that read that VENV
+#: would delete the virtualenv running the tests).
+OUTER_MAKE_SETTINGS = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "VENV", "PYTHON", "STAMP", "PYTEST_ARGS")
+
+
 def _without_outer_make() -> dict[str, str]:
-    """This process's environment without the settings a make running these tests hands down."""
-    return {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    """This process's environment without :data:`OUTER_MAKE_SETTINGS`."""
+    return {key: value for key, value in os.environ.items() if key not in OUTER_MAKE_SETTINGS}
 
 
 def _python(version: str) -> str | None:
@@ -94,7 +107,7 @@ def test_clean_leaves_only_what_git_holds(tmp_path):
     dirty = subprocess.run(status, capture_output=True, text=True, cwd=clone, check=True).stdout
     assert len(dirty.splitlines()) >= len(before.splitlines()) + 8, dirty  # git sees each written folder
     environment = _without_outer_make()
-    subprocess.run(["make", "--no-print-directory", "clean"], cwd=clone, env=environment, check=True, timeout=60)
+    subprocess.run(_make_command("clean", directory=clone), env=environment, check=True, timeout=60)
     assert subprocess.run(status, capture_output=True, text=True, cwd=clone, check=True).stdout == before
 
 
@@ -126,7 +139,7 @@ def test_every_suite_runs_and_a_failing_one_is_named(tmp_path):
     ]
     environment = _without_outer_make()
     environment.pop("CI", None)  # under CI=true a missing Python fails, which is not this test's point
-    command = ["make", "--no-print-directory", "-C", str(REPO), "test-suites", *settings]
+    command = _make_command("test-suites", *settings)
     dry = subprocess.run([*command, "-n"], capture_output=True, text=True, env=environment, check=False, timeout=120)
     # Never installs anything (were a stamp missing, it would, into this very virtualenv).
     assert "pip install" not in dry.stdout, dry.stdout
@@ -151,9 +164,9 @@ def _collected(*make_targets: str, stamp: Path) -> list[str]:
     environment = _without_outer_make()
     ids = []
     for target in make_targets:
-        command = ["make", "--no-print-directory", "-C", str(REPO), target, "VENV=%s" % sys.prefix]
+        settings = ["VENV=%s" % sys.prefix, "PYTHON=%s" % sys.executable, "STAMP=%s" % stamp]
         # --collect-only beside the runs' own -q: one test id a line.
-        command += ["PYTHON=%s" % sys.executable, "STAMP=%s" % stamp, "PYTEST_ARGS=--collect-only"]
+        command = _make_command(target, *settings, "PYTEST_ARGS=--collect-only")
         result = subprocess.run(command, capture_output=True, text=True, env=environment, check=False, timeout=300)
         assert result.returncode == 0, result.stdout + result.stderr
         ids += [line for line in result.stdout.splitlines() if "::" in line]
