@@ -900,11 +900,8 @@ def _postgresql_form_name(
         return "grouped"
     elif beside_not_any and all_of and _middling(candidates):
         return _beside_not_any_form(all_of, any_of, counts, candidates, ranged=ranged)
-    elif _probed_over_few(all_of, any_of, counts, candidates, beside_not_any):
+    elif _probed_over_few(all_of, any_of, counts, candidates, beside_not_any, ranged=ranged):
         return "per-tag"
-    elif beside_not_any and not (all_of or ranged) and _middling(candidates):
-        if not _more_than(counts, any_of, PROBED_BESIDE_NOT_ANY_MIDDLING_MAX):
-            return "per-tag"
     return "semi-join"
 
 
@@ -1017,13 +1014,28 @@ def _beside_not_any_form(
     return "per-tag"
 
 
-def _per_tag_most(beside_not_any: bool) -> int:
-    """Most rows of a ``tags-any`` without required tags that PostgreSQL gets as one ``EXISTS`` per tag."""
-    return PROBED_BESIDE_NOT_ANY_MAX if beside_not_any else PROBED_ANY_ALONE_MAX
+def _per_tag_most(beside_not_any: bool, candidates: int = GROUPED_MIN_CANDIDATES, *, ranged: bool = True) -> int:
+    """Most rows of a ``tags-any`` without required tags that PostgreSQL gets as one ``EXISTS`` per tag.
+
+    Beside a ``not-tags-any`` over :func:`_middling` *candidates* on a page
+    whose marker's range stays out of the tag subqueries (not *ranged*):
+    :data:`PROBED_BESIDE_NOT_ANY_MIDDLING_MAX`.
+    """
+    if not beside_not_any:
+        return PROBED_ANY_ALONE_MAX
+    if _middling(candidates) and not ranged:
+        return PROBED_BESIDE_NOT_ANY_MIDDLING_MAX
+    return PROBED_BESIDE_NOT_ANY_MAX
 
 
 def _probed_over_few(
-    all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], candidates: int, beside_not_any: bool
+    all_of: frozenset,
+    any_of: frozenset,
+    counts: Mapping[str, int],
+    candidates: int,
+    beside_not_any: bool,
+    *,
+    ranged: bool = True,
 ) -> bool:
     """Whether one ``EXISTS`` per tag beats the semi-join over fewer than :data:`GROUPED_MIN_CANDIDATES` candidates.
 
@@ -1031,8 +1043,8 @@ def _probed_over_few(
     set on at most :data:`PROBED_BESIDE_NOT_ANY_MAX` rows, whatever the
     candidates (the semi-join would check the ``not-tags-any`` on every
     candidate first; over :func:`_middling` candidates on a page whose
-    marker's range stays out of the tag subqueries,
-    :data:`PROBED_BESIDE_NOT_ANY_MIDDLING_MAX`: :func:`_postgresql_form_name`); otherwise a middling set (more than
+    marker's range stays out of the tag subqueries, not *ranged*,
+    :data:`PROBED_BESIDE_NOT_ANY_MIDDLING_MAX`: :func:`_per_tag_most`); otherwise a middling set (more than
     :data:`GROUPED_ANY_SMALL` rows, at most :data:`PROBED_ANY_ALONE_MAX`)
     that the candidates outnumber; PostgreSQL hashes each tag's ids once
     rather than probe the semi-join per row (``bench/tags.py --sweep``,
@@ -1054,7 +1066,7 @@ def _probed_over_few(
         rarest = _rarest(counts, all_of)
         return rarest <= candidates and rarest < rows
     if beside_not_any:
-        return rows <= PROBED_BESIDE_NOT_ANY_MAX
+        return rows <= _per_tag_most(beside_not_any, candidates, ranged=ranged)
     return GROUPED_ANY_SMALL < rows <= min(_per_tag_most(beside_not_any), candidates)
 
 
