@@ -892,7 +892,7 @@ def _postgresql_form_name(
             return "driven"
         if _any_is_small(all_of, any_of, counts):
             return "grouped"
-        if not all_of and not _more_than(counts, any_of, _per_tag_most(beside_not_any)):
+        if not all_of and not _more_than(counts, any_of, _per_tag_most(beside_not_any, candidates, ranged=ranged)):
             return "per-tag"
         if all_of and _rarest(counts, all_of) <= PROBED_REQUIRED_MAX:
             return "per-tag"
@@ -1014,7 +1014,7 @@ def _beside_not_any_form(
     return "per-tag"
 
 
-def _per_tag_most(beside_not_any: bool, candidates: int = GROUPED_MIN_CANDIDATES, *, ranged: bool = True) -> int:
+def _per_tag_most(beside_not_any: bool, candidates: int, *, ranged: bool) -> int:
     """Most rows of a ``tags-any`` without required tags that PostgreSQL gets as one ``EXISTS`` per tag.
 
     Beside a ``not-tags-any`` over :func:`_middling` *candidates* on a page
@@ -1035,7 +1035,7 @@ def _probed_over_few(
     candidates: int,
     beside_not_any: bool,
     *,
-    ranged: bool = True,
+    ranged: bool,
 ) -> bool:
     """Whether one ``EXISTS`` per tag beats the semi-join over fewer than :data:`GROUPED_MIN_CANDIDATES` candidates.
 
@@ -1067,7 +1067,7 @@ def _probed_over_few(
         return rarest <= candidates and rarest < rows
     if beside_not_any:
         return rows <= _per_tag_most(beside_not_any, candidates, ranged=ranged)
-    return GROUPED_ANY_SMALL < rows <= min(_per_tag_most(beside_not_any), candidates)
+    return GROUPED_ANY_SMALL < rows <= min(_per_tag_most(beside_not_any, candidates, ranged=ranged), candidates)
 
 
 def _form_settled(
@@ -1116,7 +1116,7 @@ def _form_settled(
         # Scaling keeps the rarest tag's share of the set's rows and makes it
         # only fewer than the candidates: per-tag stays per-tag, and a rarest
         # tag on at least the set's rows keeps the semi-join.
-        probed = _probed_over_few(all_of, any_of, counts, candidates, beside_not_any)
+        probed = _probed_over_few(all_of, any_of, counts, candidates, beside_not_any, ranged=True)
         return probed or _rarest(counts, all_of) >= _rows(counts, any_of)
     if _middling(candidates):
         # Fewer rows after the marker may make the set few enough to group.
