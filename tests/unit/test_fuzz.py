@@ -12,7 +12,7 @@ it is judged (a count, not a time: it does not depend on the machine).
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tenancy_mw.cull.filter import AdminCull
@@ -85,7 +85,7 @@ def raw_requests(draw):
     return method, path, tuple(headers), body, raw_key
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(raw_requests(), st.sampled_from(sorted(STACKS)))
 def test_any_raw_request_is_answered_without_500_and_with_bounded_work(request, stack):
     method, path, headers, body, raw_key = request

@@ -123,7 +123,12 @@ resource_sets = st.dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+#: The profile's health checks (tests/conftest.py) and a function-scoped
+#: fixture shared by a property test's examples: each fills the tables anew.
+SHARED_FIXTURE_CHECKS = [*settings().suppress_health_check, HealthCheck.function_scoped_fixture]
+
+
+@settings(max_examples=60, suppress_health_check=SHARED_FIXTURE_CHECKS)
 @given(resources=resource_sets, query_list=st.lists(queries, min_size=1, max_size=6))
 def test_sql_returns_exactly_what_matches_accepts(tag_engine, resources, query_list):
     fill(tag_engine, resources)
@@ -139,7 +144,7 @@ def test_sql_returns_exactly_what_matches_accepts(tag_engine, resources, query_l
         assert sql_result(tag_engine, query, counts=counted) == expected, (query, counted)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, suppress_health_check=SHARED_FIXTURE_CHECKS)
 @given(
     resources=resource_sets,
     query=queries,
