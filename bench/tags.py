@@ -54,6 +54,7 @@ import sqlalchemy as sa
 from tenancy_mw import migrations
 from tenancy_mw.core import sql
 from tenancy_mw.tags.model import TagQuery, parse_tag_query
+from tenancy_mw.tags.sets import FILL_TAG_SETS, SYNC_TRIGGER, in_tag_sets
 from tenancy_mw.tags.sql import TAGS
 from tenancy_mw.tags.store import TagStore
 
@@ -233,7 +234,7 @@ class Params:
     seed: int
 
     def fingerprint(self) -> str:
-        return "r=%d t=%d p=%d s=%.2f seed=%d v2" % (self.resources, self.tags_per, self.pool, self.skew, self.seed)
+        return "r=%d t=%d p=%d s=%.2f seed=%d v3" % (self.resources, self.tags_per, self.pool, self.skew, self.seed)
 
 
 def generate(params: Params, directory: str) -> tuple[str, str, list[int]]:
@@ -328,25 +329,13 @@ def loaded(engine: sa.Engine, params: Params) -> bool:
 
 def load(backend: str, params: Params, log) -> None:
     """(Re)build the bench tables of *backend* with bulk loading."""
-    url = database_url(backend)
     engine = engine_for(backend)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tenancy-bench-tags-") as directory:
         log("%s: generating %d resources x %d tags" % (backend, params.resources, params.tags_per))
         resources_path, tags_path, _counts = generate(params, directory)
         log("%s: generated in %.0f s; loading" % (backend, time.monotonic() - started))
-        METADATA.drop_all(engine)
-        if "tags" in migrations.current(url):
-            migrations.downgrade(url, "tags")
-        migrations.upgrade(url, ["tags"])
-        METADATA.create_all(engine)
-        with engine.begin() as conn:
-            conn.execute(
-                sa.text(
-                    "DROP INDEX ix_tenancy_mw_tags_tag_resource"
-                    + (" ON tenancy_mw_tags" if backend == "mariadb" else "")
-                )
-            )
+        empty_tables(engine, backend)
         raw = engine.raw_connection()
         try:
             cursor = raw.cursor()
@@ -371,6 +360,8 @@ def load(backend: str, params: Params, log) -> None:
     log("%s: rows loaded after %.0f s; building the (tag, resource_id) index" % (backend, time.monotonic() - started))
     with engine.begin() as conn:
         conn.execute(sa.text("CREATE INDEX ix_tenancy_mw_tags_tag_resource ON tenancy_mw_tags (tag, resource_id)"))
+        if backend == "postgresql":
+            fill_tag_sets(conn)
     if backend == "postgresql":
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(sa.text("VACUUM ANALYZE"))
@@ -381,6 +372,35 @@ def load(backend: str, params: Params, log) -> None:
         conn.execute(META.insert().values(fingerprint=params.fingerprint()))
     engine.dispose()
     log("%s: loaded in %.0f s" % (backend, time.monotonic() - started))
+
+
+def empty_tables(engine: sa.Engine, backend: str) -> None:
+    """The bench's tables made anew and empty, without the indexes a bulk load builds after it."""
+    METADATA.drop_all(engine)
+    url = database_url(backend)
+    if "tags" in migrations.current(url):
+        migrations.downgrade(url, "tags")
+    migrations.upgrade(url, ["tags"])
+    METADATA.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "DROP INDEX ix_tenancy_mw_tags_tag_resource" + (" ON tenancy_mw_tags" if backend == "mariadb" else "")
+            )
+        )
+        if backend == "postgresql":
+            # The tag sets are filled in one statement after the COPY, not
+            # row by row by their trigger (tenancy_mw.tags.sets; no store
+            # reads this database while it loads).
+            conn.execute(sa.text("DROP INDEX ix_tenancy_mw_tag_sets_tags"))
+            conn.execute(sa.text("ALTER TABLE tenancy_mw_tags DISABLE TRIGGER %s" % SYNC_TRIGGER))
+
+
+def fill_tag_sets(conn: sa.Connection) -> None:
+    """Fill PostgreSQL's tag set table from the tag table, index it, and let its trigger keep it in step again."""
+    conn.execute(sa.text(FILL_TAG_SETS))
+    conn.execute(sa.text("CREATE INDEX ix_tenancy_mw_tag_sets_tags ON tenancy_mw_tag_sets USING gin (tags)"))
+    conn.execute(sa.text("ALTER TABLE tenancy_mw_tags ENABLE TRIGGER %s" % SYNC_TRIGGER))
 
 
 # Timing ------------------------------------------------------------------
@@ -521,8 +541,8 @@ SWEEP_PAGES = [
 ]
 
 
-def _three_forms(query: TagQuery, candidates: int, marker: str | None = None) -> dict:
-    """The grouped form (counts of 0 force it), the semi-join (no counts) and the straightforward SQL.
+def _forced_forms(query: TagQuery, candidates: int, marker: str | None = None) -> dict:
+    """The grouped form (counts of 0 force it), the semi-join (no counts), the straightforward SQL and the set form.
 
     After *marker*, each holds only the ids after it: the library's two
     forms with its range inside their subqueries too, as the store writes
@@ -535,7 +555,16 @@ def _three_forms(query: TagQuery, candidates: int, marker: str | None = None) ->
         ),
         "semi": query.where(RESOURCES.c.id, marker=marker),
         "plain": plain if marker is None else sa.and_(plain, RESOURCES.c.id > marker),
+        "sets": _in_sets(query, marker),
     }
+
+
+def _in_sets(query: TagQuery, marker: str | None):
+    """The tag set form (``tenancy_mw.tags.sets``), as the store writes it: after *marker* inside and beside."""
+    if marker is None:
+        return in_tag_sets(RESOURCES.c.id, query.simplified())
+    inside = in_tag_sets(RESOURCES.c.id, query.simplified(), after=lambda alias: [alias.c.resource_id > marker])
+    return sa.and_(inside, RESOURCES.c.id > marker)
 
 
 def _time_pages(conn, engine, pages: dict, repeats: int, what: str) -> tuple[dict, int]:
@@ -575,18 +604,22 @@ def _sweep_pages(engine, conn, query: TagQuery, candidates: int, marker: str | N
     page = sa.select(RESOURCES.c.id).order_by(RESOURCES.c.id).limit(PAGE)
     if bound is not None:
         page = page.where(RESOURCES.c.id < bound)
-    pages = {form: page.where(condition) for form, condition in _three_forms(query, candidates, marker).items()}
+    pages = {form: page.where(condition) for form, condition in _forced_forms(query, candidates, marker).items()}
     pages["ours"] = TagStore(engine).apply(page, query, RESOURCES.c.id, marker=marker, limit=PAGE, connection=conn)
     return pages
 
 
 def form_name(sql_text: str) -> str:
-    """The form of ``tags-any`` a statement holds: per-row, driven, grouped, semi (``EXISTS ... tag IN``) or per-tag.
+    """The form of ``tags-any`` a statement holds: sets, per-row, driven, grouped, semi or per-tag.
+
+    Semi: ``EXISTS ... tag IN``.
 
     (A ``not-tags-any`` of three tags or more, a count over ``tag IN``,
     would read as semi; the sweep's has two.  Per-row: every ``EXISTS``
     with ``OFFSET 0``; over few candidates a ``not-tags-any``'s alone have it.)
     """
+    if "tenancy_mw_tag_sets" in sql_text:
+        return "sets"
     if 0 < sql_text.count("EXISTS (") == sql_text.count("OFFSET 0"):
         return "per-row"
     if "GROUP BY" in sql_text:
@@ -595,7 +628,9 @@ def form_name(sql_text: str) -> str:
     return "semi" if ".tag IN (" in sql_text else "per-tag"
 
 
-FORMS = ("grouped", "semi", "plain", "ours")
+FORMS = ("grouped", "semi", "plain", "sets", "ours")
+_HEADS = " ".join(["%9s"] * len(FORMS))
+_TIMES = " ".join(["%6.1f ms"] * len(FORMS))
 
 
 def sweep(repeats: int, log) -> list[str]:
@@ -663,7 +698,7 @@ class _Sweeper:
     def sizes(self) -> list[str]:
         """Each size of :data:`SWEEP_ANY`, alone and beside each required tag of :data:`SWEEP_REQUIRED`."""
         lines = [
-            "%8s %8s %5s %9s %9s %9s %9s  %-7s %-7s %s"
+            ("%8s %8s %5s " + _HEADS + "  %-7s %-7s %s")
             % ("required", "any", "rows", *FORMS, "faster", "picked", "query")
         ]
         for required in SWEEP_REQUIRED:
@@ -676,12 +711,12 @@ class _Sweeper:
                 )
                 query = parse_tag_query(query_string)
                 counts = self._counts(query)
-                pages = {label: page_statement(c) for label, c in _three_forms(query, self.candidates).items()}
+                pages = {label: page_statement(c) for label, c in _forced_forms(query, self.candidates).items()}
                 pages["ours"] = page_statement(TagStore(self.engine).where(query, RESOURCES.c.id, self.candidates))
                 medians, rows = self._timed(pages, query_string)
                 lines.append(
                     self._line(
-                        "%8d %8d %5d %6.1f ms %6.1f ms %6.1f ms %6.1f ms  %-7s %-7s %s"
+                        ("%8d %8d %5d " + _TIMES + "  %-7s %-7s %s")
                         % (
                             counts.get(tag_name(required), 0) if required else 0,
                             sum(counts.get(tag_name(rank), 0) for rank in (first, second)),
@@ -741,7 +776,7 @@ class _Sweeper:
         of the others, where the store takes it as rare, or counts it on a
         larger collection).
         """
-        lines = [title, "%10s %8s %5s %9s %9s %9s %9s  %-7s %s" % ("page", counted, "rows", *FORMS, "picked", "query")]
+        lines = [title, ("%10s %8s %5s " + _HEADS + "  %-7s %s") % ("page", counted, "rows", *FORMS, "picked", "query")]
         for marker, bound, label in page_kinds:
             for query_string in queries:
                 query = parse_tag_query(query_string)
@@ -752,7 +787,7 @@ class _Sweeper:
                 medians, rows = self._timed(pages, "%s (%s)" % (query_string, label))
                 lines.append(
                     self._line(
-                        "%10s %8d %5d %6.1f ms %6.1f ms %6.1f ms %6.1f ms  %-7s %s"
+                        ("%10s %8d %5d " + _TIMES + "  %-7s %s")
                         % (
                             label,
                             sum(counts.get(tag, 0) for tag in tags),
@@ -773,7 +808,7 @@ class _Sweeper:
         """Each query of the table with a ``tags-any``, on each page of :data:`SWEEP_PAGES`."""
         lines = [
             "filtered pages: id < bound leaves about this many candidates; marker m: id > m",
-            "%10s %-15s %5s %9s %9s %9s %9s  %s" % ("page", "query", "rows", *FORMS, "picked"),
+            ("%10s %-15s %5s " + _HEADS + "  %s") % ("page", "query", "rows", *FORMS, "picked"),
         ]
         for marker, bound, label in SWEEP_PAGES:
             for name, query_string, _what in QUERIES:
@@ -783,11 +818,7 @@ class _Sweeper:
                 pages = _sweep_pages(self.engine, self.conn, query, self.candidates, marker, bound)
                 medians, rows = self._timed(pages, "%s (%s)" % (name, label))
                 picked = self._picked(pages)
-                lines.append(
-                    self._line(
-                        "%10s %-15s %5d %6.1f ms %6.1f ms %6.1f ms %6.1f ms  %s" % (label, name, rows, *medians, picked)
-                    )
-                )
+                lines.append(self._line(("%10s %-15s %5d " + _TIMES + "  %s") % (label, name, rows, *medians, picked)))
         return lines
 
 

@@ -76,6 +76,7 @@ from tenancy_mw.core.paths import Refused, shorten
 
 if TYPE_CHECKING:
     from tenancy_mw.core.sql import sa
+    from tenancy_mw.tags.sets import TagSets
 
 __all__ = [
     "EMPTY_QUERY",
@@ -325,6 +326,7 @@ class TagQuery(NamedTuple):
         *,
         marker: str | None = None,
         limit: int | None = None,
+        sets: TagSets | None = None,
     ) -> sa.ColumnElement:
         """A SQL condition, true for the resources that pass the query (needs the ``sql`` extra).
 
@@ -343,6 +345,9 @@ class TagQuery(NamedTuple):
         :param limit: the page's size (the statement's ``LIMIT``), when
             known; it may shape PostgreSQL's SQL of a later page, never the
             rows found.
+        :param sets: the tag set table and its rows, only while its
+            triggers keep it in step (:func:`tenancy_mw.tags.sets.read_tag_sets`);
+            it may shape PostgreSQL's SQL, never the rows found.
 
         :func:`tenancy_mw.tags.sql.tag_condition` of this query, where the
         parameters and the SQL are described: ``EXISTS`` and ``NOT EXISTS``
@@ -351,7 +356,7 @@ class TagQuery(NamedTuple):
         # Imported here: the query model itself needs no SQLAlchemy.
         from tenancy_mw.tags.sql import tag_condition
 
-        return tag_condition(self, resource_id, tags, counts, candidates, marker=marker, limit=limit)
+        return tag_condition(self, resource_id, tags, counts, candidates, marker=marker, limit=limit, sets=sets)
 
     def apply(
         self,
@@ -363,6 +368,7 @@ class TagQuery(NamedTuple):
         *,
         marker: str | None = None,
         limit: int | None = None,
+        sets: TagSets | None = None,
     ) -> sa.Select:
         """A new statement: *statement* with :meth:`where` added; *statement* itself is unchanged.
 
@@ -370,7 +376,8 @@ class TagQuery(NamedTuple):
         """
         if not self and marker is None:
             return statement
-        return statement.where(self.where(resource_id, tags, counts, candidates, marker=marker, limit=limit))
+        condition = self.where(resource_id, tags, counts, candidates, marker=marker, limit=limit, sets=sets)
+        return statement.where(condition)
 
     def tags_to_count(self) -> frozenset[str]:
         """The tags whose counts :meth:`where` reads: ``frozenset()`` when none matters.

@@ -77,11 +77,27 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   once per candidate rather than join (it would read the large sets whole
   first), and no marker range inside any (a ``not-tags-any`` of three tags
   or more stays a count, which it runs per row anyway);
+- the whole query, on PostgreSQL given *counts*, *candidates* and *sets*
+  (the tag set table where it is kept in step, :mod:`tenancy_mw.tags.sets`),
+  for a ``tags-any`` over at least :data:`GROUPED_MIN_CANDIDATES` beside a
+  required tag on at most :data:`SETS_REQUIRED_MAX` rows, or over more than
+  :data:`PER_ROW_CANDIDATES_MAX` where its tags keep a large share of them
+  (:data:`SETS_DENSE_MIN_SHARE`, :data:`SETS_DENSE_MIN_MATCHES`) or beside
+  a ``not-tags-any`` and a required tag on more than
+  :data:`PROBED_REQUIRED_MAX` rows (not on a later page of fewer than
+  ``GROUPED_MIN_CANDIDATES``): **one test
+  of each resource's set**, ``resource_id IN (SELECT ... FROM
+  tenancy_mw_tag_sets WHERE tags @> ... AND tags && ...)``, a marker's
+  range inside and beside it;
 - a *marker*: ``resource_id > marker``, last (on PostgreSQL left out where
-  ``any_of`` is a driven or grouped ``IN``, which holds it), and the same range inside the
-  subqueries the database joins (not those it probes per row under an
-  ``OR``; on MySQL/MariaDB only when no tag is excluded), where the caller's
-  id column sorts as the tag table's (see *marker* in :func:`tag_condition`).
+  ``any_of`` is a driven or grouped ``IN``, which holds it), and the same
+  range inside the subqueries the database joins (not those it probes per
+  row under an ``OR``; on MySQL/MariaDB only when no tag is excluded): the
+  database reads the tag index from the marker on rather than from the
+  first id.  Inside only where the caller's id column's type says it sorts
+  as the tag table's (an ``ExactString``; on PostgreSQL and SQLite a string
+  type naming no collation, nor in a ``with_variant``, and not ``CITEXT``);
+  elsewhere ``resource_id > marker`` alone holds the page.
 
 These names were :mod:`tenancy_mw.tags.model`'s (and, before 0.2.0, the
 module ``tenancy_mw.tags``'s); taken from there they still work for one
@@ -105,6 +121,7 @@ from tenancy_mw.core.sql import (
     table_options,
 )
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, MAX_TAG_BYTES, TagQuery
+from tenancy_mw.tags.sets import TAG_SETS_DDL, TAG_SETS_DROP, TagSets, in_tag_sets
 
 __all__ = [
     "GROUPED_ANY_BESIDE",
@@ -129,6 +146,9 @@ __all__ = [
     "PROBED_BESIDE_NOT_ANY_MAX",
     "PROBED_BESIDE_NOT_ANY_MIDDLING_MAX",
     "PROBED_REQUIRED_MAX",
+    "SETS_DENSE_MIN_MATCHES",
+    "SETS_DENSE_MIN_SHARE",
+    "SETS_REQUIRED_MAX",
     "TAGS",
     "TAG_COUNT_CAP",
     "TAG_LOCKS",
@@ -437,6 +457,31 @@ GROUPED_AFTER_MARKER_MAX_SHARE = 0.2
 #: :func:`tag_condition` needs to know, and no more.
 TAG_COUNT_CAP = GROUPED_ANY_REQUIRED_MAX + 1
 
+#: On PostgreSQL, where the tag set table is kept in step
+#: (:mod:`tenancy_mw.tags.sets`), a query with a ``tags-any`` is one test of
+#: each resource's set over at least :data:`GROUPED_MIN_CANDIDATES`
+#: candidates beside a required tag on at most this many rows: the planner
+#: reads that tag's entries of the set index (``bench/tags.py --sweep``,
+#: ``tags=tag0040&tags-any=tag0008,tag0012`` over ~500,000 candidates:
+#: 12.7 ms against 58.9 for the other forms, the straightforward SQL too).
+SETS_REQUIRED_MAX = 25_000
+#: ... and over more than :data:`PER_ROW_CANDIDATES_MAX` candidates where the
+#: required and ``tags-any`` tags keep at least this share of the
+#: resources, and :data:`SETS_DENSE_MIN_MATCHES` of the candidates: the
+#: planner then reads the sets in id order and fills the page soon
+#: (``tags-any=tag0008,tag0012&not-tags-any=tag0001,tag0003`` over ~62,000
+#: candidates: 4.5 ms against 53.5).  Sparser, it may read the sets in id
+#: order far (``tags=tag0004&tags-any=tag0040,tag0060``: 74.5 ms against 28.7).
+SETS_DENSE_MIN_SHARE = 0.05
+SETS_DENSE_MIN_MATCHES = 2_000
+# And beside a not-tags-any and a required tag on more than
+# PROBED_REQUIRED_MAX rows, where one EXISTS per tag reads much of both
+# (tags=tag0004&tags-any=tag0010,tag0030&not-tags-any=tag0001,tag0003 over
+# ~94,000: 33.6 ms against 86.5; combined, all four parameters, on every
+# page of the whole collection: 30 to 34 ms against 31 to 154); not on a
+# later page of a list of fewer than GROUPED_MIN_CANDIDATES, whose set scan
+# runs from the marker past the list's own bound (after c: 66.0 against 23.4).
+
 
 TAG_TABLE = "tenancy_mw_tags"
 TAG_LOCK_TABLE = "tenancy_mw_tag_locks"
@@ -465,6 +510,11 @@ def define_tables(metadata: sa.MetaData) -> TagTables:
     requests adding tags to one resource at once never pass the limit
     together (:mod:`tenancy_mw.tags.store`).
 
+    On PostgreSQL, creating the tag table also makes the tag set table
+    and the triggers that keep it in step (:mod:`tenancy_mw.tags.sets`),
+    and dropping it drops them; not for a *metadata* that names a schema
+    (the store then reads the tag table alone).
+
     The Alembic component ``tags`` (``tenancy-mw-manage db upgrade
     --component tags``) builds the same tables; a test checks they match.
     """
@@ -483,7 +533,17 @@ def define_tables(metadata: sa.MetaData) -> TagTables:
         sa.Column("resource_id", ExactString(MAX_RESOURCE_ID_LENGTH), primary_key=True),
         **table_options(),
     )
+    for event, statements in (("after_create", TAG_SETS_DDL), ("before_drop", TAG_SETS_DROP)):
+        for statement in statements:
+            # DDL formats its text with %: a literal % is written %%.
+            ddl = sa.DDL(statement.replace("%", "%%")).execute_if(dialect="postgresql", callable_=_on_search_path)
+            sa.event.listen(tags, event, ddl)
     return TagTables(tags, locks)
+
+
+def _on_search_path(ddl: object, target: object, bind: object, *args: object, **kwargs: object) -> bool:
+    """Whether the tag set DDL serves *target*: a tag table named by no schema, as the DDL names it."""
+    return getattr(target, "schema", None) is None
 
 
 _METADATA = sa.MetaData()
@@ -503,6 +563,7 @@ def tag_condition(
     *,
     marker: str | None = None,
     limit: int | None = None,
+    sets: TagSets | None = None,
 ) -> sa.ColumnElement:
     """A SQL condition, true for the resources that pass *query*.
 
@@ -519,10 +580,9 @@ def tag_condition(
         of :func:`count_tags` reads as "at least"; a tag left out counts as
         common).  With *candidates*, it shapes PostgreSQL's form of
         ``tags-any``; on MySQL/MariaDB, whatever the candidates, that of a
-        ``tags-any`` beside no excluded tag (:data:`MYSQL_SEMI_JOIN_MAX`;
-        there, and on PostgreSQL where *marker* goes inside the subqueries,
-        counts of the rows after *marker* serve best, as ``TagStore`` gives
-        them).  The rows found never depend on it, only the speed.
+        ``tags-any`` beside no excluded tag (:data:`MYSQL_SEMI_JOIN_MAX`).
+        Counts of the rows after *marker* serve best, as ``TagStore`` gives
+        them.  The rows found never depend on it, only the speed.
     :param candidates: about how many rows the caller's query selects
         before this condition: a page over a whole large collection (an
         administrator's list of every tenant's resources) passes the table's
@@ -533,19 +593,18 @@ def tag_condition(
         per row whatever the counts.
     :param marker: the page starts after this resource id (OpenStack's
         ``?marker=``, the last id of the previous page; the page is ordered
-        by *resource_id*, ascending).  The condition then holds only for ids
-        after it (``resource_id > marker`` is part of it), and every tag
-        subquery starts there too: the database reads the tag index from
-        the marker on rather than from the first id, where the column's
-        type says it sorts as the tag table's (an ``ExactString``; on
-        PostgreSQL and SQLite a string type naming no collation, nor in a
-        ``with_variant``, and not ``CITEXT``); elsewhere ``resource_id >
-        marker`` alone holds the page.
+        by *resource_id*, ascending): the condition then holds only for ids
+        after it, and the tag subqueries start there too where they can
+        (the module doc, "a *marker*").
     :param limit: the page's ``LIMIT``, when known (on PostgreSQL it may shape a later page's SQL, not its rows).
+    :param sets: the tag set table and its rows
+        (:func:`~tenancy_mw.tags.sets.read_tag_sets`), only while its
+        triggers keep it in step with *tags*: with *counts* and
+        *candidates*, PostgreSQL may test the query on it.
 
     :meth:`tenancy_mw.tags.store.TagStore.where` passes PostgreSQL's own
-    statistics as *counts* (:func:`tag_statistics`).  The SQL each part of
-    the query becomes: the module doc.
+    statistics as *counts* (:func:`tag_statistics`), and *sets*.  The SQL
+    each part of the query becomes: the module doc.
     """
     table = TAGS if tags is None else tags
     _check_candidates(candidates)
@@ -553,7 +612,8 @@ def tag_condition(
     simple = query.simplified()
     if simple is None:
         return sa.false()
-    return _paged_condition(table, _Page(resource_id, marker, limit=limit), simple, _Counts(counts, candidates))
+    page = _Page(resource_id, marker, limit=limit)
+    return _paged_condition(table, page, simple, _Counts(counts, candidates), sets)
 
 
 class _Counts(NamedTuple):
@@ -563,8 +623,13 @@ class _Counts(NamedTuple):
     candidates: int | None
 
 
-def _paged_condition(table: sa.Table, requested: _Page, simple: tuple, counts: _Counts) -> sa.ColumnElement:
-    """The ANDed clauses of the simplified query *simple* on the *requested* page (its order found here)."""
+def _paged_condition(
+    table: sa.Table, requested: _Page, simple: tuple, counts: _Counts, sets: TagSets | None = None
+) -> sa.ColumnElement:
+    """The ANDed clauses of the simplified query *simple* on the *requested* page (its order found here).
+
+    *sets*: the tag set table, where PostgreSQL may use it (:func:`_by_tag_sets`).
+    """
     resource_id, marker = requested.resource_id, requested.marker
     page = requested._replace(order=_shared_order(resource_id.type, table.c.resource_id.type))
     clauses, paged_inside = _clauses(table, page, simple, counts)
@@ -590,7 +655,66 @@ def _paged_condition(table: sa.Table, requested: _Page, simple: tuple, counts: _
     if _query_per_row(simple, counts):
         # PostgreSQL: few candidates beside large sets (PER_ROW_CANDIDATES_MAX).
         forms["postgresql"] = sa.and_(*_clauses(table, page.each_row(), simple, _Counts(None, None))[0])
+    elif sets is not None and _by_tag_sets(simple, counts, sets.rows, first_page=marker is None):
+        forms["postgresql"] = _in_tag_sets(sets.table, page, simple)
     return _DialectVariant(condition, **forms) if forms else condition
+
+
+def _by_tag_sets(simple: tuple, counts: _Counts, resources: int, *, first_page: bool) -> bool:
+    """Whether PostgreSQL tests the whole query on the tag set table (which holds *resources* rows).
+
+    Only for a ``tags-any``, given counts and candidates: over at least
+    :data:`GROUPED_MIN_CANDIDATES` candidates beside a required tag on at
+    most :data:`SETS_REQUIRED_MAX` rows; over more than
+    :data:`PER_ROW_CANDIDATES_MAX` beside a ``not-tags-any`` and a
+    required tag on more than :data:`PROBED_REQUIRED_MAX` rows, on a
+    *first_page* or over at least ``GROUPED_MIN_CANDIDATES``; elsewhere
+    over more than ``PER_ROW_CANDIDATES_MAX``, where the required and ``tags-any``
+    tags together keep at least :data:`SETS_DENSE_MIN_SHARE` of the
+    resources (the larger of *resources* and the candidates), and that
+    share of the candidates is at least :data:`SETS_DENSE_MIN_MATCHES`.
+
+    Example::
+
+        >>> simple = (frozenset(), frozenset({"a", "b"}), frozenset(), frozenset({"c", "d"}))
+        >>> _by_tag_sets(simple, _Counts({"a": 120_000, "b": 90_000}, 62_000), 1_000_000, first_page=False)
+        True
+        >>> _by_tag_sets(simple, _Counts({"a": 20_000, "b": 9_000}, 62_000), 1_000_000, first_page=True)
+        False
+    """
+    all_of, any_of, _, not_all_of = simple
+    tags, candidates = counts
+    if tags is None or candidates is None or not any_of:
+        return False
+    if all_of and candidates >= GROUPED_MIN_CANDIDATES and _rarest(tags, all_of) <= SETS_REQUIRED_MAX:
+        return True
+    if candidates <= PER_ROW_CANDIDATES_MAX:
+        return False
+    if all_of and not_all_of and _rarest(tags, all_of) > PROBED_REQUIRED_MAX:
+        return first_page or candidates >= GROUPED_MIN_CANDIDATES
+    share = _positive_share(all_of, any_of, tags, max(resources, candidates))
+    return share >= SETS_DENSE_MIN_SHARE and share * candidates >= SETS_DENSE_MIN_MATCHES
+
+
+def _positive_share(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], resources: int) -> float:
+    """The share of *resources* that carry every required tag and one of *any_of*, the tags taken as independent."""
+    share = min(1.0, _rows(counts, any_of) / resources)
+    for tag in all_of:
+        share *= min(1.0, _count_of(counts, tag) / resources)
+    return share
+
+
+def _in_tag_sets(sets: sa.Table, page: _Page, simple: tuple) -> sa.ColumnElement:
+    """The whole query on the tag set table, on the page: its range inside where it can go, and beside.
+
+    Beside too: else the planner may merge the caller's ids from the first
+    one (bench/tags.py ``tags-any common`` after marker c: 69.8 ms without,
+    1.8 with).
+    """
+    condition = in_tag_sets(page.resource_id, simple, after=page.ids_after, sets=sets)
+    if page.marker is None:
+        return condition
+    return sa.and_(condition, page.resource_id > page.marker)
 
 
 def _query_per_row(simple: tuple, counts: _Counts) -> bool:

@@ -27,6 +27,42 @@ The rare deadlock two first-time writers can meet on MariaDB is retried.
 Removals take the same lock (without making a row), so a ``DELETE`` never
 lands between a replace's read and its write.
 
+**The counts** :meth:`TagStore.where` and :meth:`TagStore.apply` pass to the
+SQL (:func:`tenancy_mw.tags.sql.tag_condition`).  On PostgreSQL, for a
+``tags-any`` of two tags or more given at most
+:data:`~tenancy_mw.tags.sql.PER_ROW_CANDIDATES_MAX`, the counts are its
+statistics' most common tags (any other counts 0) where they give the
+per-row form; else, for one without required tags beside a ``not-tags-any``,
+counts that keep the form the cautious ones below give.  Given more than
+:data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` (more than
+``PER_ROW_CANDIDATES_MAX`` beside a ``not-tags-any``), the counts are
+PostgreSQL's own statistics (:meth:`tag_statistics`), read once per
+``statistics_ttl`` seconds on *connection* (the caller's, so no second
+connection is taken from the pool) or on one of the store's, and taken
+cautiously: a ``tags-any`` tag outside the most common ones counts as many
+rows as the least common of them, a required tag outside them as rare (over
+many candidates the ids are then found from it, the driven form, where the
+rows it reads are few beside them; elsewhere one ``EXISTS`` per tag, the
+straightforward SQL; where that bound is over
+:data:`~tenancy_mw.tags.sql.PROBED_REQUIRED_MAX` rows, such a tag is
+counted, up to :data:`~tenancy_mw.tags.sql.DRIVEN_REQUIRED_MAX` + 1 index
+entries, and at that cap taken as common, the statistics' bound or
+``TAG_COUNT_CAP``), and none counts at all when more than
+:data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since PostgreSQL
+gathered them.  After a *marker* (where its range goes inside the tag
+subqueries) they are scaled to the share of the tag rows after it, as the
+planner estimates it (two ``EXPLAIN``, where fewer rows may change the
+form): a later page reads only those, but for one ``EXISTS`` per tag without
+required tags, which hashes each tag's rows whole: where the scaled counts
+give that form, the whole table's decide between it and the semi-join.  A
+tenant's own list passes no *candidates*, and nothing is read there.  On
+MySQL/MariaDB, for a ``tags-any`` beside no excluded tag, the counts are its
+own estimate of each tag's rows after the marker (one ``EXPLAIN`` per tag),
+whatever *candidates*.  With PostgreSQL's counts, the store passes the tag
+set table where its triggers keep it in step
+(:func:`tenancy_mw.tags.sets.read_tag_sets`, read with the statistics and as
+rarely).
+
 Checks happen in the spec's order, not nova's: a tag already there is "already
 there" (nothing to add) even when the resource is at the limit.
 
@@ -54,6 +90,7 @@ from tenancy_mw.core import sql  # first: without the sql extra, it names it
 from tenancy_mw.core.paths import shorten
 from tenancy_mw.core.sql import URL, compiles, postgresql, sa, sqlite
 from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH, TagQuery, validate_tag
+from tenancy_mw.tags.sets import TagSets, read_tag_sets
 from tenancy_mw.tags.sql import (
     DRIVEN_REQUIRED_MAX,
     GROUPED_ANY_SMALL,
@@ -235,7 +272,7 @@ class TagStore:
         # (statistics or None, monotonic time they expire): one tuple,
         # replaced whole, so threads read it without a lock; one thread at a
         # time reads them anew while the others keep the previous ones.
-        self._statistics: tuple[TagStatistics | None, float] = (None, -1.0)
+        self._statistics: tuple[TagStatistics | None, TagSets | None, float] = (None, None, -1.0)
         self._statistics_refresh = threading.Lock()
         # An engine made here is this store's to close; the service's own is not.
         self._owns_engine = not isinstance(engine, sa.Engine)
@@ -305,33 +342,11 @@ class TagStore:
         """The SQL condition of *query* on *resource_id*, over this store's tag table.
 
         :meth:`TagQuery.where <tenancy_mw.tags.model.TagQuery.where>` with the tag counts it can
-        use.  *candidates*: about how many rows the caller's whole query leaves before this
-        condition, its filters and paging marker included (see there; ``None``, the default,
-        whenever it is not known).  On PostgreSQL, for a ``tags-any`` of two tags or more given at
-        most :data:`~tenancy_mw.tags.sql.PER_ROW_CANDIDATES_MAX`, the counts are its statistics'
-        most common tags (any other counts 0) where they give the per-row form; else, for one
-        without required tags beside a ``not-tags-any``, counts that keep the form the cautious
-        ones below give.  Given more than :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL`
-        (more than ``PER_ROW_CANDIDATES_MAX`` beside a ``not-tags-any``), the counts are PostgreSQL's own
-        statistics (:meth:`tag_statistics`), read once per ``statistics_ttl`` seconds on
-        *connection* (the caller's, so no second connection is taken from the pool) or on one of
-        the store's, and taken cautiously: a ``tags-any`` tag outside the most common ones counts
-        as many rows as the least common of them, a required tag outside them as rare (over many
-        candidates the ids are then found from it, the driven form, where the rows it reads are few
-        beside them; elsewhere one ``EXISTS`` per tag, the straightforward SQL; where that bound
-        is over :data:`~tenancy_mw.tags.sql.PROBED_REQUIRED_MAX` rows, such a tag is counted, up
-        to :data:`~tenancy_mw.tags.sql.DRIVEN_REQUIRED_MAX` + 1 index entries, and at that cap
-        taken as common, the statistics' bound or ``TAG_COUNT_CAP``), and none counts
-        at all when more than :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` rows changed since
-        PostgreSQL gathered them.  After a *marker* (where its range goes inside the tag subqueries)
-        they are scaled to the share of the tag rows after it, as the planner estimates it (two
-        ``EXPLAIN``, where fewer rows may change the form): a later page reads only those, but for
-        one ``EXISTS`` per tag without required tags, which hashes each tag's rows whole: where the
-        scaled counts give that form, the whole table's decide between it and the semi-join.  A
-        tenant's own list passes no *candidates*, and nothing is read there.  On MySQL/MariaDB, for
-        a ``tags-any`` beside no excluded tag, the counts are its own estimate of each tag's rows
-        after the marker (one ``EXPLAIN`` per tag), whatever *candidates*.  *marker* and *limit*:
-        the page (:func:`~tenancy_mw.tags.sql.tag_condition`).
+        use, and the tag set table where it is kept in step.  *candidates*: about how many rows
+        the caller's whole query leaves before this condition, its filters and paging marker
+        included (``None``, the default, whenever it is not known).  *marker* and
+        *limit*: the page (:func:`~tenancy_mw.tags.sql.tag_condition`).  Which counts it reads,
+        and when: the module doc, "The counts".
 
         Example::
 
@@ -351,7 +366,9 @@ class TagStore:
         _check_candidates(candidates)
         _check_connection(connection)
         counts = self._counts_for(query, resource_id, candidates, marker, connection)
-        return query.where(resource_id, self.tags, counts, candidates, marker=marker, limit=limit)
+        return query.where(
+            resource_id, self.tags, counts, candidates, marker=marker, limit=limit, sets=self._sets(counts)
+        )
 
     def _counts_for(
         self,
@@ -645,22 +662,43 @@ class TagStore:
         _check_connection(connection)
         if not self._postgresql:
             return None
-        statistics, expires = self._statistics
+        statistics, _, expires = self._statistics
         if expires > time.monotonic() or not self._statistics_refresh.acquire(blocking=False):
             return statistics
         try:
-            statistics = self._read_statistics(connection)
-            self._statistics = (statistics, time.monotonic() + self.statistics_ttl)
+            statistics, sets = self._read_statistics(connection)
+            self._statistics = (statistics, sets, time.monotonic() + self.statistics_ttl)
         finally:
             self._statistics_refresh.release()
         return statistics
 
-    def _read_statistics(self, connection: sa.Connection | None) -> TagStatistics | None:
+    def _read_statistics(self, connection: sa.Connection | None) -> tuple[TagStatistics | None, TagSets | None]:
+        """The statistics, and the tag set table if it is kept in step (read with them, as rarely).
+
+        Each read failing alone is logged and leaves the other.
+        """
         try:
-            return self._read_on(connection, lambda conn: tag_statistics(conn, self.tags))
+            statistics = self._read_on(connection, lambda conn: tag_statistics(conn, self.tags))
         except sa.exc.DBAPIError as exc:
             LOG.warning("Could not read PostgreSQL's statistics of %s: %s", self.tags.name, sql.error_summary(exc))
+            statistics = None
+        try:
+            sets = self._read_on(connection, lambda conn: read_tag_sets(conn, self.tags))
+        except sa.exc.DBAPIError as exc:
+            LOG.warning("Could not read whether the tag set table is in step: %s", sql.error_summary(exc))
+            sets = None
+        return statistics, sets
+
+    def _sets(self, counts: dict[str, int] | None) -> TagSets | None:
+        """The tag set table where the SQL may use it: PostgreSQL's counts were read, and with them that it is in step.
+
+        Counts on PostgreSQL come only after :meth:`tag_statistics`, which
+        read the set table's state with the statistics; without counts the
+        set form is never chosen.
+        """
+        if not (self._postgresql and counts is not None):
             return None
+        return self._statistics[1]
 
     def _read_on(self, connection: sa.Connection | None, read):
         """*read(conn)* on *connection*, left as it was (a savepoint inside its transaction), or on the store's own.

@@ -10,7 +10,7 @@ from tests.support.bench import bench_module
 
 
 def form_of(sql_text: str) -> str:
-    """per-row, driven, grouped, semi-join or per-tag, read off *sql_text* (``bench/tags.py``'s ``form_name``).
+    """sets, per-row, driven, grouped, semi-join or per-tag, read off *sql_text* (``bench/tags.py``'s ``form_name``).
 
     Example::
 

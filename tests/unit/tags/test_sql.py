@@ -9,12 +9,14 @@ import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.dialects.postgresql import CITEXT
 
 from tenancy_mw.core import sql
 from tenancy_mw.tags import model
 from tenancy_mw.tags import sql as tags_sql
 from tenancy_mw.tags.model import TagQuery, parse_tag_query
+from tenancy_mw.tags.sets import TAG_SETS, TagSets
 from tenancy_mw.tags.sql import (
     DRIVEN_AFTER_MARKER_ANY_FACTOR,
     DRIVEN_AFTER_MARKER_FACTOR,
@@ -38,6 +40,7 @@ from tenancy_mw.tags.sql import (
     PROBED_BESIDE_NOT_ANY_MAX,
     PROBED_BESIDE_NOT_ANY_MIDDLING_MAX,
     PROBED_REQUIRED_MAX,
+    SETS_REQUIRED_MAX,
     TAG_COUNT_CAP,
     TagStatistics,
     count_tags,
@@ -288,7 +291,6 @@ def test_a_page_after_a_marker_on_a_citext_id_column_is_after_it_as_the_column_c
     ids=["exact", "plain", "untyped", "own-collation", "citext", "collation-in-a-variant", "plain-variant"],
 )
 def test_the_marker_goes_inside_the_tag_subqueries_only_where_the_id_column_sorts_as_the_tag_tables(id_type, inside):
-    from sqlalchemy.dialects import mysql, postgresql, sqlite
 
     things = sa.table("things", sa.column("id", id_type))
     # No excluded tag: MySQL/MariaDB take the range inside too (where the order allows).
@@ -378,7 +380,6 @@ def _condition_sql(
     query_string: str, counts, candidates=GROUPED_MIN_CANDIDATES, marker=None, dialect=None, limit=None, ids=None
 ) -> str:
     """The SQL of the query's condition on *dialect* (PostgreSQL's by default), on *ids* (the resources' id)."""
-    from sqlalchemy.dialects import postgresql
 
     query = parse_tag_query(query_string)
     column = RESOURCES.c.id if ids is None else ids
@@ -486,7 +487,6 @@ def test_few_candidates_beside_large_sets_are_checked_per_row():
 
 def test_the_per_row_form_probes_every_tag_and_is_postgresqls_only():
     """Every EXISTS of the per-row form has OFFSET 0 (no join); MySQL/MariaDB and SQLite keep their SQL."""
-    from sqlalchemy.dialects import mysql, postgresql, sqlite
 
     counts = dict.fromkeys("rxyzabc", 10**6)
     query = parse_tag_query("tags=r&tags-any=x,y&not-tags=z&not-tags-any=a,b")
@@ -720,7 +720,6 @@ def test_a_later_page_over_many_candidates_is_driven_where_its_rows_are_few_besi
 
 def test_a_later_page_over_middling_candidates_groups_a_set_few_after_its_marker():
     """GROUPED_AFTER_MARKER_MAX_SHARE: after a marker whose range goes inside, grouped reads only those rows."""
-    from sqlalchemy.dialects import mysql
 
     def grouped(query, counts, candidates, marker=None):
         # The tags-any's IN (... GROUP BY ...); a not-tags-any beside it may be probed per row.
@@ -754,7 +753,6 @@ def test_a_later_page_over_middling_candidates_groups_a_set_few_after_its_marker
 
 def test_over_few_candidates_a_not_tags_any_of_two_tags_is_probed_per_row():
     """PostgreSQL would hash a not-tags-any tag's rows whole (116 ms) to check a few candidates (24 ms probed)."""
-    from sqlalchemy.dialects import mysql, postgresql, sqlite
 
     def offsets(query_string, candidates, dialect=None, counts=MIDDLING):
         return _condition_sql(query_string, counts, candidates, dialect=dialect).count("OFFSET 0")
@@ -902,7 +900,6 @@ def test_candidates_that_are_not_a_number_of_rows_are_refused(bad):
 
 
 def test_sqlite_sql_never_depends_on_the_counts():
-    from sqlalchemy.dialects import sqlite
 
     for query_string in ("tags=r&tags-any=x,y&not-tags-any=a,b,c", "tags-any=x,y"):
         query = parse_tag_query(query_string)
@@ -912,7 +909,6 @@ def test_sqlite_sql_never_depends_on_the_counts():
 
 
 def _mysql_form(query_string: str, counts, candidates=None, marker=None) -> str:
-    from sqlalchemy.dialects import mysql
 
     condition = parse_tag_query(query_string).where(RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker)
     text = str(condition.compile(dialect=mysql.dialect(is_mariadb=True)))
@@ -1187,7 +1183,6 @@ def _compiled(query_string: str, dialect, marker="m") -> str:
 
 
 def test_the_marker_goes_inside_the_subqueries_each_database_joins():
-    from sqlalchemy.dialects import mysql, postgresql
 
     inside = "resource_id > 'm'"
     # PostgreSQL: inside every EXISTS / NOT EXISTS it joins, and last outside.
@@ -1211,7 +1206,6 @@ def test_the_marker_goes_inside_the_subqueries_each_database_joins():
 
 def test_postgresqls_in_forms_hold_the_page_without_the_range_said_twice():
     """An IN over tag rows after the marker holds the page; said outside too, the planner counts the range twice."""
-    from sqlalchemy.dialects import postgresql
 
     def text_of(resource_id, query_string, counts):
         condition = parse_tag_query(query_string).where(
@@ -1236,7 +1230,6 @@ def test_postgresqls_in_forms_hold_the_page_without_the_range_said_twice():
 
 def test_the_driven_forms_required_tags_start_at_the_marker_too():
     """Each required tag's EXISTS inside the driven IN reads its tag from the marker on, not from the first id."""
-    from sqlalchemy.dialects import postgresql
 
     counts = {"a": 1, "e": 1, "b": 1, "c": 1}
     condition = parse_tag_query("tags=a,e&tags-any=b,c").where(
@@ -1247,3 +1240,105 @@ def test_the_driven_forms_required_tags_start_at_the_marker_too():
     assert inner.count("EXISTS") == 2
     # The ids found, and each of the two required tags' rows.
     assert inner.count("resource_id > 'm'") == 3, text
+
+
+def _form_with_sets(query_string: str, counts: dict, candidates: int, resources: int = 1_000_000, marker=None) -> str:
+    """The form PostgreSQL gets given the tag set table of *resources* rows."""
+    sets = TagSets(TAG_SETS, resources)
+    condition = tag_condition(
+        parse_tag_query(query_string), RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker, sets=sets
+    )
+    return form_of(str(sa.select(RESOURCES.c.id).where(condition).compile(dialect=postgresql.dialect())))
+
+
+def test_beside_a_required_tag_on_few_rows_many_candidates_are_tested_on_the_tag_sets():
+    counts = {"r": SETS_REQUIRED_MAX, "a": 90_000, "b": 60_000}
+    assert _form_with_sets("tags=r&tags-any=a,b", counts, GROUPED_MIN_CANDIDATES) == "sets"
+    assert (
+        _form_with_sets("tags=r&tags-any=a,b", {**counts, "r": SETS_REQUIRED_MAX + 1}, GROUPED_MIN_CANDIDATES) != "sets"
+    )
+    assert _form_with_sets("tags=r&tags-any=a,b", counts, GROUPED_MIN_CANDIDATES - 1) != "sets"
+
+
+def test_a_query_keeping_a_large_share_of_many_candidates_is_tested_on_the_tag_sets():
+    # a or b on 5 % of a million resources: 3,100 of 62,000 candidates.
+    dense = {"a": 30_000, "b": 20_000}
+    assert _form_with_sets("tags-any=a,b&not-tags-any=c,d", dense, 62_000) == "sets"
+    assert _form_with_sets("tags-any=a,b&not-tags-any=c,d", {"a": 30_000, "b": 19_999}, 62_000) != "sets"
+    # The share, but fewer than SETS_DENSE_MIN_MATCHES of the candidates: 1,999.
+    assert _form_with_sets("tags-any=a,b", dense, 39_980) != "sets"
+    assert _form_with_sets("tags-any=a,b", dense, 40_000) == "sets"
+    # Over more candidates than resources in the sets, the share is of the candidates.
+    assert _form_with_sets("tags-any=a,b", dense, 1_000_000, resources=1_000) == "sets"
+    assert _form_with_sets("tags-any=a,b", dense, 2_000_000, resources=1_000) != "sets"
+    # Few candidates are checked per row first.
+    assert _form_with_sets("tags-any=a,b", {"a": 300_000, "b": 200_000}, PER_ROW_CANDIDATES_MAX) != "sets"
+
+
+def test_the_tag_set_form_is_postgresqls_only_and_needs_counts_candidates_and_a_tags_any():
+    sets = TagSets(TAG_SETS, 1_000_000)
+    counts = {"a": 300_000, "b": 200_000, "r": 0}
+    for query_string, known, candidates in [
+        ("tags-any=a,b", counts, None),
+        ("tags-any=a,b", None, 1_000_000),
+        ("tags=r", counts, 1_000_000),
+    ]:
+        condition = tag_condition(
+            parse_tag_query(query_string), RESOURCES.c.id, TABLES.tags, known, candidates, sets=sets
+        )
+        assert "tenancy_mw_tag_sets" not in str(condition.compile(dialect=postgresql.dialect()))
+    condition = tag_condition(
+        parse_tag_query("tags-any=a,b"), RESOURCES.c.id, TABLES.tags, counts, 1_000_000, sets=sets
+    )
+    assert "tenancy_mw_tag_sets" in str(condition.compile(dialect=postgresql.dialect()))
+    for dialect in (sqlite.dialect(), mysql.dialect()):
+        assert "tenancy_mw_tag_sets" not in str(condition.compile(dialect=dialect))
+
+
+def test_a_later_page_of_the_tag_set_form_holds_the_marker_inside_and_beside():
+    sets = TagSets(TAG_SETS, 1_000_000)
+    condition = tag_condition(
+        parse_tag_query("tags-any=a,b"),
+        RESOURCES.c.id,
+        TABLES.tags,
+        {"a": 300_000, "b": 200_000},
+        500_000,
+        marker="m",
+        sets=sets,
+    )
+    sql_text = " ".join(
+        str(condition.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})).split()
+    )
+    assert "tenancy_mw_tag_sets_1.resource_id > 'm'" in sql_text
+    assert sql_text.endswith("AND things.id > 'm'")
+
+
+def test_the_tag_set_form_keeps_the_marker_beside_it_alone_where_the_id_column_sorts_otherwise():
+    """A case-insensitive id column (CITEXT) sorts ``a`` before ``B``; the set table's ids do not: no range inside."""
+    servers = sa.table("servers", sa.column("id", CITEXT()))
+    condition = tag_condition(
+        parse_tag_query("tags-any=a,b"),
+        servers.c.id,
+        TABLES.tags,
+        {"a": 300_000, "b": 200_000},
+        500_000,
+        marker="m",
+        sets=TagSets(TAG_SETS, 1_000_000),
+    )
+    sql_text = " ".join(
+        str(condition.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})).split()
+    )
+    assert "tenancy_mw_tag_sets" in sql_text
+    assert "tenancy_mw_tag_sets_1.resource_id >" not in sql_text
+    assert sql_text.endswith("AND servers.id > 'm'")
+
+
+def test_beside_a_not_tags_any_and_a_common_required_tag_the_tag_sets_serve_but_on_a_short_lists_later_pages():
+    query = "tags=r&tags-any=a,b&not-tags-any=c,d"
+    # Sparse: r with a or b on 0.6 % of the resources, under SETS_DENSE_MIN_SHARE.
+    counts = {"r": PROBED_REQUIRED_MAX + 1, "a": 120_000, "b": 90_000}
+    assert _form_with_sets(query, counts, 62_000) == "sets"
+    assert _form_with_sets(query, counts, 62_000, marker="m") != "sets"
+    assert _form_with_sets(query, counts, GROUPED_MIN_CANDIDATES, marker="m") == "sets"
+    assert _form_with_sets(query, {**counts, "r": 5_000}, 62_000) != "sets"
+    assert _form_with_sets("tags=r&tags-any=a,b", counts, 62_000) != "sets"
