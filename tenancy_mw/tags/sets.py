@@ -79,16 +79,14 @@ TAG_SETS = sa.Table(
     sa.Index("ix_tenancy_mw_tag_sets_tags", "tags", postgresql_using="gin"),
 )
 
-#: The statements that make the tag set table, fill it from the tag table
-#: and keep it in step (PostgreSQL), in order, for a ``create_all``.  The
-#: tags component's migration ``9b51e2d04c7a`` holds its own copy, as
-#: migrations do (a test checks both build the same catalog): a change
-#: here is a new migration too.
+#: The statements that make the tag set table and the triggers that keep
+#: it in step (PostgreSQL), in order, for a ``create_all`` (the tag table
+#: is new and empty there).  The tags component's migration
+#: ``9b51e2d04c7a`` holds its own copy, as migrations do, with the lock and
+#: the fill a table with rows needs (a test checks both build the same
+#: catalog): a change here is a new migration too.
 TAG_SETS_DDL = (
-    # No write of the tag table between the fill and the trigger.
-    "LOCK TABLE tenancy_mw_tags IN SHARE ROW EXCLUSIVE MODE",
     "CREATE TABLE tenancy_mw_tag_sets (resource_id VARCHAR(255) NOT NULL PRIMARY KEY, tags TEXT[] NOT NULL)",
-    FILL_TAG_SETS,
     "CREATE INDEX ix_tenancy_mw_tag_sets_tags ON tenancy_mw_tag_sets USING gin (tags)",
     # Each row's change is applied to the set's latest version: an upsert
     # waits for a concurrent writer of the same set and then works on its
@@ -97,7 +95,8 @@ TAG_SETS_DDL = (
     # (REPEATABLE READ begun before the set was filled) gets a
     # serialization failure, never a set left behind.  The functions keep
     # the search_path they were made with: a writer's own path never
-    # points them at another schema's table.
+    # points them at another schema's table.  No % in the text: offline
+    # SQL and DDL events would double it.
     """CREATE FUNCTION tenancy_mw_tag_sets_sync() RETURNS trigger LANGUAGE plpgsql
 SET search_path FROM CURRENT AS $$
 BEGIN
@@ -105,8 +104,8 @@ BEGIN
         UPDATE tenancy_mw_tag_sets SET tags = array_remove(tags, OLD.tag::text)
             WHERE resource_id = OLD.resource_id;
         IF NOT FOUND AND current_setting('transaction_isolation') <> 'read committed' THEN
-            RAISE EXCEPTION 'the tag set of % is not in this transaction''s snapshot', OLD.resource_id
-                USING ERRCODE = 'serialization_failure';
+            RAISE EXCEPTION USING ERRCODE = 'serialization_failure',
+                MESSAGE = 'the tag set of ' || OLD.resource_id || ' is not in this transaction''s snapshot';
         END IF;
         DELETE FROM tenancy_mw_tag_sets WHERE resource_id = OLD.resource_id AND tags = '{}';
     END IF;
@@ -118,8 +117,17 @@ BEGIN
     RETURN NULL;
 END
 $$""",
-    "CREATE FUNCTION tenancy_mw_tag_sets_truncate() RETURNS trigger LANGUAGE plpgsql"
-    " SET search_path FROM CURRENT AS $$ BEGIN TRUNCATE tenancy_mw_tag_sets; RETURN NULL; END $$",
+    # A TRUNCATE that names the set table too has emptied it already, and
+    # holds it open: truncating it again there would fail.
+    """CREATE FUNCTION tenancy_mw_tag_sets_truncate() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM tenancy_mw_tag_sets) THEN
+        TRUNCATE tenancy_mw_tag_sets;
+    END IF;
+    RETURN NULL;
+END
+$$""",
     "CREATE TRIGGER tenancy_mw_tag_sets_sync AFTER INSERT OR UPDATE OR DELETE ON tenancy_mw_tags"
     " FOR EACH ROW EXECUTE FUNCTION tenancy_mw_tag_sets_sync()",
     "CREATE TRIGGER tenancy_mw_tag_sets_truncate AFTER TRUNCATE ON tenancy_mw_tags"
@@ -146,7 +154,8 @@ class TagSets(NamedTuple):
 # always ('A'); 'D' (disabled) and 'R' (replicas only) leave it behind.
 # reltuples: the planner's row count (-1 before the table is first analysed).
 _IN_STEP_SQL = sa.text(
-    "SELECT c.reltuples FROM pg_catalog.pg_class c WHERE c.oid = to_regclass(:sets) AND"
+    "SELECT c.reltuples FROM pg_catalog.pg_class c WHERE c.oid = to_regclass(:sets)"
+    " AND has_table_privilege(c.oid, 'SELECT') AND"
     " (SELECT count(*) FROM pg_catalog.pg_trigger t WHERE t.tgrelid = to_regclass(:tags)"
     "  AND t.tgname IN (:sync, :truncate) AND t.tgenabled IN ('O', 'A')) = 2"
 )
@@ -155,8 +164,9 @@ _IN_STEP_SQL = sa.text(
 def read_tag_sets(connection: sa.Connection, tags: sa.Table | None = None) -> TagSets | None:
     """The tag set table and its row count, if it is there and kept in step with the tag table *tags*; else ``None``.
 
-    One catalog query, no read of the tables: the set table exists and both
-    its triggers on the tag table are enabled.  ``None`` on another
+    One catalog query, no read of the tables: the set table exists, the
+    session's role may read it, and both its triggers on the tag table are
+    enabled.  ``None`` on another
     database, and for a tag table other than ``tenancy_mw_tags`` on the
     search path (a schema named on the table included: the triggers follow
     the table they were made beside).  *rows*: PostgreSQL's estimate, 0

@@ -473,14 +473,17 @@ SETS_REQUIRED_MAX = 25_000
 #: candidates: 4.5 ms against 53.5).  Sparser, it may read the sets in id
 #: order far (``tags=tag0004&tags-any=tag0040,tag0060``: 74.5 ms against 28.7).
 SETS_DENSE_MIN_SHARE = 0.05
+#: ... the matches among the candidates, by that share, that such a page needs
+#: for the tag set form (:data:`SETS_DENSE_MIN_SHARE`).
 SETS_DENSE_MIN_MATCHES = 2_000
 # And beside a not-tags-any and a required tag on more than
 # PROBED_REQUIRED_MAX rows, where one EXISTS per tag reads much of both
 # (tags=tag0004&tags-any=tag0010,tag0030&not-tags-any=tag0001,tag0003 over
 # ~94,000: 33.6 ms against 86.5; combined, all four parameters, on every
-# page of the whole collection: 30 to 34 ms against 31 to 154); not on a
-# later page of a list of fewer than GROUPED_MIN_CANDIDATES, whose set scan
-# runs from the marker past the list's own bound (after c: 66.0 against 23.4).
+# page of the whole collection: 30 to 34 ms against 31 to 154); for this
+# reason not on a later page of a list of fewer than GROUPED_MIN_CANDIDATES,
+# whose set scan runs from the marker past the list's own bound (after c:
+# 66.0 against 23.4); the share rule may still take such a page.
 
 
 TAG_TABLE = "tenancy_mw_tags"
@@ -535,8 +538,7 @@ def define_tables(metadata: sa.MetaData) -> TagTables:
     )
     for event, statements in (("after_create", TAG_SETS_DDL), ("before_drop", TAG_SETS_DROP)):
         for statement in statements:
-            # DDL formats its text with %: a literal % is written %%.
-            ddl = sa.DDL(statement.replace("%", "%%")).execute_if(dialect="postgresql", callable_=_on_search_path)
+            ddl = sa.DDL(statement).execute_if(dialect="postgresql", callable_=_on_search_path)
             sa.event.listen(tags, event, ddl)
     return TagTables(tags, locks)
 
@@ -606,14 +608,14 @@ def tag_condition(
     statistics as *counts* (:func:`tag_statistics`), and *sets*.  The SQL
     each part of the query becomes: the module doc.
     """
-    table = TAGS if tags is None else tags
     _check_candidates(candidates)
+    _check_sets(sets)
     check_page(marker, limit)
     simple = query.simplified()
     if simple is None:
         return sa.false()
     page = _Page(resource_id, marker, limit=limit)
-    return _paged_condition(table, page, simple, _Counts(counts, candidates), sets)
+    return _paged_condition(TAGS if tags is None else tags, page, simple, _Counts(counts, candidates), sets)
 
 
 class _Counts(NamedTuple):
@@ -668,8 +670,8 @@ def _by_tag_sets(simple: tuple, counts: _Counts, resources: int, *, first_page: 
     most :data:`SETS_REQUIRED_MAX` rows; over more than
     :data:`PER_ROW_CANDIDATES_MAX` beside a ``not-tags-any`` and a
     required tag on more than :data:`PROBED_REQUIRED_MAX` rows, on a
-    *first_page* or over at least ``GROUPED_MIN_CANDIDATES``; elsewhere
-    over more than ``PER_ROW_CANDIDATES_MAX``, where the required and ``tags-any``
+    *first_page* or over at least ``GROUPED_MIN_CANDIDATES``; and over
+    more than ``PER_ROW_CANDIDATES_MAX``, where the required and ``tags-any``
     tags together keep at least :data:`SETS_DENSE_MIN_SHARE` of the
     resources (the larger of *resources* and the candidates), and that
     share of the candidates is at least :data:`SETS_DENSE_MIN_MATCHES`.
@@ -691,7 +693,8 @@ def _by_tag_sets(simple: tuple, counts: _Counts, resources: int, *, first_page: 
     if candidates <= PER_ROW_CANDIDATES_MAX:
         return False
     if all_of and not_all_of and _rarest(tags, all_of) > PROBED_REQUIRED_MAX:
-        return first_page or candidates >= GROUPED_MIN_CANDIDATES
+        if first_page or candidates >= GROUPED_MIN_CANDIDATES:
+            return True
     share = _positive_share(all_of, any_of, tags, max(resources, candidates))
     return share >= SETS_DENSE_MIN_SHARE and share * candidates >= SETS_DENSE_MIN_MATCHES
 
@@ -1373,6 +1376,12 @@ def _count_of(counts: Mapping[str, int], tag: str) -> int:
 def _is_count(value: object) -> bool:
     """An integer of 0 or more (numpy's too), not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0
+
+
+def _check_sets(sets: object) -> None:
+    """:class:`ValueError` unless *sets* is ``None`` or a :class:`~tenancy_mw.tags.sets.TagSets` of a row count."""
+    if sets is not None and not (isinstance(sets, TagSets) and _is_count(sets.rows)):
+        raise ValueError("sets must be None or a TagSets of a table and its rows (read_tag_sets), not %r" % (sets,))
 
 
 def _check_candidates(candidates: object) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -19,6 +20,7 @@ from tenancy_mw.tags.sets import (
     SYNC_TRIGGER,
     TAG_SET_TABLE,
     TAG_SETS,
+    TAG_SETS_DDL,
     TRUNCATE_TRIGGER,
     TagSets,
     in_tag_sets,
@@ -146,16 +148,24 @@ def test_a_rolled_back_write_leaves_the_sets_as_they_were(pg_engine):
         assert sets_of(conn) == {"r1": {"a"}}
 
 
-def test_writers_of_one_resource_at_once_keep_each_others_tags(pg_engine):
-    """Two transactions tag one resource at once, outside any store lock; one removes its last tag meanwhile."""
+@pytest.mark.parametrize(
+    ("first_writes", "expected"),
+    [(("add a", "remove old"), {"a", "b"}), (("remove old",), {"b"}), (("remove old", "add a"), {"a", "b"})],
+    ids=["adds-then-removes", "removes-the-last-tag", "removes-the-last-then-adds"],
+)
+def test_writers_of_one_resource_at_once_keep_each_others_tags(pg_engine, first_writes, expected):
+    """Two transactions tag one resource at once, outside any store lock; the first may empty its set meanwhile."""
     with pg_engine.begin() as conn:
         conn.execute(sa.text("DELETE FROM tenancy_mw_tags"))
         conn.execute(TABLES.tags.insert(), [{"resource_id": "r1", "tag": "old"}])
     first = pg_engine.connect()
     try:
         first.begin()
-        first.execute(TABLES.tags.insert().values(resource_id="r1", tag="a"))
-        first.execute(TABLES.tags.delete().where(TABLES.tags.c.tag == "old"))
+        for write in first_writes:
+            if write == "add a":
+                first.execute(TABLES.tags.insert().values(resource_id="r1", tag="a"))
+            else:
+                first.execute(TABLES.tags.delete().where(TABLES.tags.c.tag == "old"))
         errors: list[BaseException] = []
 
         def second_writer():
@@ -176,7 +186,7 @@ def test_writers_of_one_resource_at_once_keep_each_others_tags(pg_engine):
     finally:
         first.close()
     with pg_engine.connect() as conn:
-        assert sets_of(conn) == tags_of(conn) == {"r1": {"a", "b"}}
+        assert sets_of(conn) == tags_of(conn) == {"r1": expected}
 
 
 def _waits_on_a_lock(engine, statement_start: str, seconds: float = 30.0) -> bool:
@@ -429,3 +439,68 @@ def test_a_tag_table_in_a_named_schema_gets_no_set_table_and_is_read_alone(make_
             assert read_tag_sets(conn, tables.tags) is None
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize(
+    "statement", ["TRUNCATE tenancy_mw_tags, tenancy_mw_tag_sets", "TRUNCATE tenancy_mw_tags CASCADE"]
+)
+def test_a_truncate_naming_more_tables_empties_the_sets_too(pg_engine, statement):
+    """As a test fixture's "truncate every table" does: the trigger's own TRUNCATE must not fail there."""
+    with pg_engine.begin() as conn:
+        conn.execute(TABLES.tags.insert(), [{"resource_id": "r7", "tag": "a"}])
+    with pg_engine.begin() as conn:
+        conn.execute(sa.text(statement))
+    with pg_engine.connect() as conn:
+        assert sets_of(conn) == tags_of(conn) == {}
+
+
+def test_create_all_on_an_autocommit_connection_makes_the_sets(make_database):
+    """No statement of the runtime DDL needs a transaction block (a LOCK would: it is the migration's alone)."""
+    engine = sql.create_engine(make_database("postgresql"))
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            define_tables(sa.MetaData()).tags.metadata.create_all(conn)
+            assert read_tag_sets(conn) is not None
+    finally:
+        engine.dispose()
+
+
+def test_the_offline_migration_sql_holds_the_functions_as_written(capsys):
+    """``tenancy-mw-manage db upgrade --sql``: the DBA's script creates the same functions (no doubled %)."""
+    migrations.upgrade("postgresql://nobody@127.0.0.1:1/none", ["tags"], sql_only=True)
+    script = capsys.readouterr().out
+    for statement in TAG_SETS_DDL:
+        assert statement in script
+    assert FILL_TAG_SETS in script
+    assert (
+        script.index("LOCK TABLE tenancy_mw_tags") < script.index(FILL_TAG_SETS) < script.index(SYNC_TRIGGER + " AFTER")
+    )
+
+
+def test_a_role_that_may_not_read_the_sets_is_never_sent_to_them(pg_engine):
+    """A reader granted the tag table alone: the sets are not in step for it, so its queries keep the tag table."""
+    role = "tenancy_sets_reader_%d" % os.getpid()
+    with pg_engine.begin() as conn:
+        conn.execute(sa.text("CREATE ROLE %s" % role))
+        conn.execute(sa.text("GRANT SELECT ON tenancy_mw_tags TO %s" % role))
+    try:
+        with pg_engine.connect() as conn:
+            conn.execute(sa.text("SET ROLE %s" % role))
+            assert read_tag_sets(conn, TABLES.tags) is None
+            conn.execute(sa.text("RESET ROLE"))
+            conn.execute(sa.text("GRANT SELECT ON tenancy_mw_tag_sets TO %s" % role))
+            conn.execute(sa.text("SET ROLE %s" % role))
+            assert read_tag_sets(conn, TABLES.tags) is not None
+            conn.execute(sa.text("RESET ROLE"))
+            conn.commit()
+    finally:
+        with pg_engine.begin() as conn:
+            conn.execute(sa.text("DROP OWNED BY %s" % role))
+            conn.execute(sa.text("DROP ROLE %s" % role))
+
+
+def test_tag_sets_that_are_not_a_table_and_a_row_count_are_refused_by_name():
+    with pytest.raises(ValueError, match="sets must be None or a TagSets"):
+        parse_tag_query("tags-any=a,b").where(RESOURCES.c.id, sets=TagSets(TAG_SETS, None))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="sets must be None or a TagSets"):
+        parse_tag_query("tags-any=a,b").where(RESOURCES.c.id, sets=TAG_SETS)  # type: ignore[arg-type]

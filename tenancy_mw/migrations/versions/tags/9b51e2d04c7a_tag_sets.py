@@ -3,7 +3,9 @@
 On other databases this revision changes nothing: the tag queries there
 use the tag table alone (:mod:`tenancy_mw.tags.sets`).  The statements are
 this revision's own, not the runtime's (tenancy_mw.tags.sets.TAG_SETS_DDL,
-which a ``create_all`` runs): a test checks both build the same catalog.
+which a ``create_all`` runs on a new, empty tag table), with the lock and
+the fill a tag table with rows needs: a test checks both build the same
+catalog.
 
 Revision ID: 9b51e2d04c7a
 Revises: 7d3c1a9e4b20
@@ -18,6 +20,7 @@ branch_labels = None
 depends_on = None
 
 UPGRADE = (
+    # No write of the tag table between the fill and the triggers.
     "LOCK TABLE tenancy_mw_tags IN SHARE ROW EXCLUSIVE MODE",
     "CREATE TABLE tenancy_mw_tag_sets (resource_id VARCHAR(255) NOT NULL PRIMARY KEY, tags TEXT[] NOT NULL)",
     "INSERT INTO tenancy_mw_tag_sets (resource_id, tags) SELECT resource_id, array_agg(tag::text ORDER"
@@ -30,8 +33,8 @@ BEGIN
         UPDATE tenancy_mw_tag_sets SET tags = array_remove(tags, OLD.tag::text)
             WHERE resource_id = OLD.resource_id;
         IF NOT FOUND AND current_setting('transaction_isolation') <> 'read committed' THEN
-            RAISE EXCEPTION 'the tag set of % is not in this transaction''s snapshot', OLD.resource_id
-                USING ERRCODE = 'serialization_failure';
+            RAISE EXCEPTION USING ERRCODE = 'serialization_failure',
+                MESSAGE = 'the tag set of ' || OLD.resource_id || ' is not in this transaction''s snapshot';
         END IF;
         DELETE FROM tenancy_mw_tag_sets WHERE resource_id = OLD.resource_id AND tags = '{}';
     END IF;
@@ -43,8 +46,15 @@ BEGIN
     RETURN NULL;
 END
 $$""",
-    "CREATE FUNCTION tenancy_mw_tag_sets_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path"
-    " FROM CURRENT AS $$ BEGIN TRUNCATE tenancy_mw_tag_sets; RETURN NULL; END $$",
+    """CREATE FUNCTION tenancy_mw_tag_sets_truncate() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM tenancy_mw_tag_sets) THEN
+        TRUNCATE tenancy_mw_tag_sets;
+    END IF;
+    RETURN NULL;
+END
+$$""",
     "CREATE TRIGGER tenancy_mw_tag_sets_sync AFTER INSERT OR UPDATE OR DELETE ON tenancy_mw_tags FOR"
     " EACH ROW EXECUTE FUNCTION tenancy_mw_tag_sets_sync()",
     "CREATE TRIGGER tenancy_mw_tag_sets_truncate AFTER TRUNCATE ON tenancy_mw_tags FOR EACH STATEMENT"
