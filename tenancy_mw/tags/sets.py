@@ -21,10 +21,11 @@ and enabled (:func:`read_tag_sets`) before it uses the table, with its
 statistics; a database migrated before the table came, or a bulk load
 with the trigger disabled, gets the other forms.
 
-The table, its index, the trigger and its backfill come with the tags
-component's second migration (``tenancy-mw-manage db upgrade --component
-tags``) and, for a ``create_all`` of :func:`~tenancy_mw.tags.sql.define_tables`,
-with the tag table itself (:data:`TAG_SETS_DDL`).
+The table, its index and the triggers come with the tags component's
+second migration (``tenancy-mw-manage db upgrade --component tags``), which
+also fills the table from the tag rows already there, and, for a
+``create_all`` of :func:`~tenancy_mw.tags.sql.define_tables`, with the new
+tag table itself (:data:`TAG_SETS_DDL`).
 
 Example (PostgreSQL)::
 
@@ -117,12 +118,14 @@ BEGIN
     RETURN NULL;
 END
 $$""",
-    # A TRUNCATE that names the set table too has emptied it already, and
-    # holds it open: truncating it again there would fail.
+    # A TRUNCATE that names the set table too has emptied it already (new,
+    # empty storage) and holds it open: truncating it again there would
+    # fail.  The storage's size, not a read of the rows: an older snapshot
+    # (REPEATABLE READ) may not see rows another writer added since.
     """CREATE FUNCTION tenancy_mw_tag_sets_truncate() RETURNS trigger LANGUAGE plpgsql
 SET search_path FROM CURRENT AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM tenancy_mw_tag_sets) THEN
+    IF pg_relation_size('tenancy_mw_tag_sets') > 0 THEN
         TRUNCATE tenancy_mw_tag_sets;
     END IF;
     RETURN NULL;

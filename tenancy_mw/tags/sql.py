@@ -1380,7 +1380,9 @@ def _is_count(value: object) -> bool:
 
 def _check_sets(sets: object) -> None:
     """:class:`ValueError` unless *sets* is ``None`` or a :class:`~tenancy_mw.tags.sets.TagSets` of a row count."""
-    if sets is not None and not (isinstance(sets, TagSets) and _is_count(sets.rows)):
+    if sets is not None and not (
+        isinstance(sets, TagSets) and isinstance(sets.table, sa.Table) and _is_count(sets.rows)
+    ):
         raise ValueError("sets must be None or a TagSets of a table and its rows (read_tag_sets), not %r" % (sets,))
 
 

@@ -269,7 +269,7 @@ class TagStore:
         if not statistics_ttl >= 0:
             raise ValueError("statistics_ttl must be 0 or more seconds, not %r" % (statistics_ttl,))
         self.statistics_ttl = statistics_ttl
-        # (statistics or None, monotonic time they expire): one tuple,
+        # (statistics or None, tag sets or None, monotonic time they expire): one tuple,
         # replaced whole, so threads read it without a lock; one thread at a
         # time reads them anew while the others keep the previous ones.
         self._statistics: tuple[TagStatistics | None, TagSets | None, float] = (None, None, -1.0)
@@ -344,9 +344,9 @@ class TagStore:
         :meth:`TagQuery.where <tenancy_mw.tags.model.TagQuery.where>` with the tag counts it can
         use, and the tag set table where it is kept in step.  *candidates*: about how many rows
         the caller's whole query leaves before this condition, its filters and paging marker
-        included (``None``, the default, whenever it is not known).  *marker* and
-        *limit*: the page (:func:`~tenancy_mw.tags.sql.tag_condition`).  Which counts it reads,
-        and when: the module doc, "The counts".
+        included (``None``, the default, whenever it is not known).  *marker* and *limit*: the
+        page (:func:`~tenancy_mw.tags.sql.tag_condition`).  Which counts it reads, and when: the
+        module doc, "The counts".
 
         Example::
 

@@ -1342,3 +1342,6 @@ def test_beside_a_not_tags_any_and_a_common_required_tag_the_tag_sets_serve_but_
     assert _form_with_sets(query, counts, GROUPED_MIN_CANDIDATES, marker="m") == "sets"
     assert _form_with_sets(query, {**counts, "r": 5_000}, 62_000) != "sets"
     assert _form_with_sets("tags=r&tags-any=a,b", counts, 62_000) != "sets"
+    # Such a later page still takes the sets by the share rule where its tags keep enough.
+    dense = {"r": 500_000, "a": 300_000, "b": 300_000}
+    assert _form_with_sets(query, dense, 62_000, marker="m") == "sets"

@@ -49,7 +49,7 @@ $$""",
     """CREATE FUNCTION tenancy_mw_tag_sets_truncate() RETURNS trigger LANGUAGE plpgsql
 SET search_path FROM CURRENT AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM tenancy_mw_tag_sets) THEN
+    IF pg_relation_size('tenancy_mw_tag_sets') > 0 THEN
         TRUNCATE tenancy_mw_tag_sets;
     END IF;
     RETURN NULL;
