@@ -1,4 +1,4 @@
-"""PostgreSQL's tag sets: each resource's tags as one array, kept in step with the tag table by a trigger.
+"""PostgreSQL's tag sets: each resource's tags as one array, kept in step with the tag table by triggers.
 
 The tag table holds one row per (resource id, tag), which answers a
 query of one or two tags from its indexes.  A query of many parts
@@ -12,14 +12,16 @@ uses it where ``bench/tags.py --sweep`` measured it fastest
 (:data:`tenancy_mw.tags.sql.SETS_REQUIRED_MAX`,
 :data:`tenancy_mw.tags.sql.SETS_DENSE_MIN_SHARE`).
 
-PostgreSQL only, and only when a trigger keeps it in step: the rows are
-written by PostgreSQL itself, in the same transaction as every write of
-the tag table (``INSERT``, ``UPDATE``, ``DELETE``, ``COPY``, ``TRUNCATE``),
-whoever writes it, so the set a query reads is the tag rows it would read.
-:class:`~tenancy_mw.tags.store.TagStore` asks whether the trigger is there
-and enabled (:func:`read_tag_sets`) before it uses the table, with its
-statistics; a database migrated before the table came, or a bulk load
-with the trigger disabled, gets the other forms.
+PostgreSQL only, and only while two triggers keep it in step: the rows
+are written by PostgreSQL itself, in the same transaction as every write
+of the tag table (``INSERT``, ``UPDATE``, ``DELETE``, ``COPY``,
+``TRUNCATE``), whoever writes it, so the set a query reads is the tag rows
+it would read.  :class:`~tenancy_mw.tags.store.TagStore` asks whether both
+triggers are there and enabled (:func:`read_tag_sets`) with its
+statistics, once per ``statistics_ttl``: a database migrated before the
+table came, or one whose trigger stays disabled, gets the other forms (a
+bulk load disables it inside its own transaction: ``doc/tags.rst``, "The
+tag table").
 
 The table, its index and the triggers come with the tags component's
 second migration (``tenancy-mw-manage db upgrade --component tags``), which
