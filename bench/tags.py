@@ -54,7 +54,7 @@ import sqlalchemy as sa
 from tenancy_mw import migrations
 from tenancy_mw.core import sql
 from tenancy_mw.tags.model import TagQuery, parse_tag_query
-from tenancy_mw.tags.sets import FILL_TAG_SETS, SYNC_TRIGGER, in_tag_sets
+from tenancy_mw.tags.sets import FILL_TAG_SETS, SYNC_TRIGGER, TAG_SETS, TagSets
 from tenancy_mw.tags.sql import TAGS
 from tenancy_mw.tags.store import TagStore
 
@@ -560,11 +560,11 @@ def _forced_forms(query: TagQuery, candidates: int, marker: str | None = None) -
 
 
 def _in_sets(query: TagQuery, marker: str | None):
-    """The tag set form (``tenancy_mw.tags.sets``), as the store writes it: after *marker* inside and beside."""
-    if marker is None:
-        return in_tag_sets(RESOURCES.c.id, query.simplified())
-    inside = in_tag_sets(RESOURCES.c.id, query.simplified(), after=lambda alias: [alias.c.resource_id > marker])
-    return sa.and_(inside, RESOURCES.c.id > marker)
+    """The tag set form (``tenancy_mw.tags.sets``), as the store writes it: counts that put every tag on
+    every resource force it (``SETS_DENSE_MIN_SHARE``) for a query with a ``tags-any``, as the sweep's are."""
+    every = 10**6
+    counts = dict.fromkeys(query.tags_to_count(), every)
+    return query.where(RESOURCES.c.id, counts=counts, candidates=every, marker=marker, sets=TagSets(TAG_SETS, 1))
 
 
 def _time_pages(conn, engine, pages: dict, repeats: int, what: str) -> tuple[dict, int]:

@@ -1295,39 +1295,31 @@ def test_the_tag_set_form_is_postgresqls_only_and_needs_counts_candidates_and_a_
         assert "tenancy_mw_tag_sets" not in str(condition.compile(dialect=dialect))
 
 
-def test_a_later_page_of_the_tag_set_form_holds_the_marker_inside_and_beside():
-    sets = TagSets(TAG_SETS, 1_000_000)
+def _later_set_page_sql(resource_id: sa.ColumnElement) -> str:
+    """PostgreSQL's SQL of ``tags-any=a,b`` after marker ``m`` over many candidates, with the tag sets, on one line."""
     condition = tag_condition(
         parse_tag_query("tags-any=a,b"),
-        RESOURCES.c.id,
-        TABLES.tags,
-        {"a": 300_000, "b": 200_000},
-        500_000,
-        marker="m",
-        sets=sets,
-    )
-    sql_text = " ".join(
-        str(condition.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})).split()
-    )
-    assert "tenancy_mw_tag_sets_1.resource_id > 'm'" in sql_text
-    assert sql_text.endswith("AND things.id > 'm'")
-
-
-def test_the_tag_set_form_keeps_the_marker_beside_it_alone_where_the_id_column_sorts_otherwise():
-    """A case-insensitive id column (CITEXT) sorts ``a`` before ``B``; the set table's ids do not: no range inside."""
-    servers = sa.table("servers", sa.column("id", CITEXT()))
-    condition = tag_condition(
-        parse_tag_query("tags-any=a,b"),
-        servers.c.id,
+        resource_id,
         TABLES.tags,
         {"a": 300_000, "b": 200_000},
         500_000,
         marker="m",
         sets=TagSets(TAG_SETS, 1_000_000),
     )
-    sql_text = " ".join(
+    return " ".join(
         str(condition.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})).split()
     )
+
+
+def test_a_later_page_of_the_tag_set_form_holds_the_marker_inside_and_beside():
+    sql_text = _later_set_page_sql(RESOURCES.c.id)
+    assert "tenancy_mw_tag_sets_1.resource_id > 'm'" in sql_text
+    assert sql_text.endswith("AND things.id > 'm'")
+
+
+def test_the_tag_set_form_keeps_the_marker_beside_it_alone_where_the_id_column_sorts_otherwise():
+    """A case-insensitive id column (CITEXT) sorts ``a`` before ``B``; the set table's ids do not: no range inside."""
+    sql_text = _later_set_page_sql(sa.table("servers", sa.column("id", CITEXT())).c.id)
     assert "tenancy_mw_tag_sets" in sql_text
     assert "tenancy_mw_tag_sets_1.resource_id >" not in sql_text
     assert sql_text.endswith("AND servers.id > 'm'")
