@@ -54,7 +54,7 @@ import sqlalchemy as sa
 from tenancy_mw import migrations
 from tenancy_mw.core import sql
 from tenancy_mw.tags.model import TagQuery, parse_tag_query
-from tenancy_mw.tags.sets import FILL_TAG_SETS, SYNC_TRIGGER, TAG_SETS, TagSets
+from tenancy_mw.tags.sets import FILL_TAG_SETS, MATCHES_CTE, SYNC_TRIGGER, TAG_SETS, TagSets
 from tenancy_mw.tags.sql import TAGS
 from tenancy_mw.tags.store import TagStore
 
@@ -610,7 +610,9 @@ def _sweep_pages(engine, conn, query: TagQuery, candidates: int, marker: str | N
 
 
 def form_name(sql_text: str) -> str:
-    """The form of ``tags-any`` a statement holds: sets, per-row, driven, grouped, semi or per-tag.
+    """The form of ``tags-any`` a statement holds: matched, sets, per-row, driven, grouped, semi or per-tag.
+
+    Matched: the tag sets' matches first (``MATCHES_CTE``).
 
     Semi: ``EXISTS ... tag IN``.
 
@@ -618,6 +620,8 @@ def form_name(sql_text: str) -> str:
     would read as semi; the sweep's has two.  Per-row: every ``EXISTS``
     with ``OFFSET 0``; over few candidates a ``not-tags-any``'s alone have it.)
     """
+    if MATCHES_CTE in sql_text:
+        return "matched"
     if "tenancy_mw_tag_sets" in sql_text:
         return "sets"
     if 0 < sql_text.count("EXISTS (") == sql_text.count("OFFSET 0"):

@@ -10,7 +10,10 @@ one test of one row: ``tags @> required AND tags && any AND NOT tags &&
 excluded AND NOT tags @> not_all``.  :func:`tenancy_mw.tags.sql.tag_condition`
 uses it where ``bench/tags.py --sweep`` measured it fastest
 (:data:`tenancy_mw.tags.sql.SETS_REQUIRED_MAX`,
-:data:`tenancy_mw.tags.sql.SETS_DENSE_MIN_SHARE`).
+:data:`tenancy_mw.tags.sql.SETS_DENSE_MIN_SHARE`).  Where few sets pass,
+it finds them first from the set index and then looks each up among the
+caller's rows (*matches_first* of :func:`in_tag_sets`,
+:data:`tenancy_mw.tags.sql.SETS_MATCHES_FIRST_MAX`).
 
 PostgreSQL only, and only while two triggers keep it in step: the rows
 are written by PostgreSQL itself, in the same transaction as every write
@@ -46,6 +49,7 @@ from tenancy_mw.tags.model import MAX_RESOURCE_ID_LENGTH
 
 __all__ = [
     "FILL_TAG_SETS",
+    "MATCHES_CTE",
     "SYNC_TRIGGER",
     "TAG_SETS",
     "TAG_SETS_DDL",
@@ -57,6 +61,8 @@ __all__ = [
     "read_tag_sets",
 ]
 
+#: The name of :func:`in_tag_sets`' common table expression of the matching ids (*matches_first*).
+MATCHES_CTE = "tenancy_mw_tag_set_matches"
 #: The tag set table's name (beside the tag table ``tenancy_mw_tags``, in the same schema).
 TAG_SET_TABLE = "tenancy_mw_tag_sets"
 #: The row trigger that keeps :data:`TAG_SET_TABLE` in step with the tag table.
@@ -172,7 +178,7 @@ def read_tag_sets(connection: sa.Connection, tags: sa.Table | None = None) -> Ta
     One catalog query, no read of the tables: the set table exists, the
     session's role may read it, and both its triggers on the tag table are
     enabled.  ``None`` on another
-    database, and for a tag table other than ``tenancy_mw_tags`` on the
+    database or before PostgreSQL 12, and for a tag table other than ``tenancy_mw_tags`` on the
     search path (a schema named on the table included: the triggers follow
     the table they were made beside).  *rows*: PostgreSQL's estimate, 0
     before it first analysed the table.  A trigger left enabled in the
@@ -186,6 +192,9 @@ def read_tag_sets(connection: sa.Connection, tags: sa.Table | None = None) -> Ta
         condition = query.where(servers.c.id, counts=counts, candidates=rows, sets=sets)
     """
     if connection.dialect.name != "postgresql":
+        return None
+    if (connection.dialect.server_version_info or (0,)) < (12,):
+        # The matches-first form's MATERIALIZED (in_tag_sets) came in 12.
         return None
     if tags is not None and (tags.name != "tenancy_mw_tags" or tags.schema is not None):
         return None
@@ -201,6 +210,8 @@ def in_tag_sets(
     simple: tuple[frozenset, frozenset, frozenset, frozenset],
     after: Callable[[sa.FromClause], list[sa.ColumnElement]] | None = None,
     sets: sa.Table = TAG_SETS,
+    *,
+    matches_first: bool = False,
 ) -> sa.ColumnElement:
     """``resource_id IN (the ids whose tag set passes the simplified query)``, NULL-safe.
 
@@ -208,6 +219,12 @@ def in_tag_sets(
     ``not-tags-any`` tags (:meth:`~tenancy_mw.tags.model.TagQuery.simplified`),
     at least one required or ``tags-any`` tag; *after*: given the set
     table's alias, the conditions that start it at the page's marker.
+    *matches_first*: the matching ids in a ``MATERIALIZED`` common table
+    expression inside the ``IN`` (PostgreSQL 12 or later), so that
+    PostgreSQL finds every match from the set index first and then looks
+    each up among the caller's rows, rather than read the sets in id order
+    until the page fills; for queries that few sets pass (the rows found
+    are the same).
 
     Example::
 
@@ -234,4 +251,10 @@ def in_tag_sets(
     if not_all_of:
         tests.append(sa.not_(tags.contains(sorted(not_all_of))))
     ids = sa.select(alias.c.resource_id).where(*tests, *(after(alias) if after else ()))
+    if matches_first:
+        # Materialised, the CTE is planned apart for all its rows (the set
+        # index's bitmap), and the planner, without statistics for it,
+        # looks each match up in the caller's ids instead of merging them.
+        matches = ids.cte(MATCHES_CTE, nesting=True).prefix_with("MATERIALIZED")
+        ids = sa.select(matches.c.resource_id)
     return sa.and_(resource_id.is_not(None), resource_id.in_(ids))

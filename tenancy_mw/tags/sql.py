@@ -88,7 +88,17 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   ``GROUPED_MIN_CANDIDATES``): **one test
   of each resource's set**, ``resource_id IN (SELECT ... FROM
   tenancy_mw_tag_sets WHERE tags @> ... AND tags && ...)``, a marker's
-  range inside and beside it;
+  range inside and beside it; **its matches first** (the same subquery
+  in a ``MATERIALIZED`` common table expression, which PostgreSQL reads
+  whole from the set index before it looks each match up among the
+  candidates) where few sets pass: beside a required tag with a count,
+  over more than ``PER_ROW_CANDIDATES_MAX`` candidates, on a first page
+  where the required and ``tags-any`` tags are expected together on at
+  most :data:`SETS_MATCHES_FIRST_MAX` resources, and on a later page of
+  fewer than ``GROUPED_MIN_CANDIDATES`` beside a ``not-tags-any``, in
+  place of one ``EXISTS`` per tag, on at most
+  :data:`SETS_MATCHES_FIRST_LATER_MAX` (this rule before the others of
+  the sets);
 - a *marker*: ``resource_id > marker``, last (on PostgreSQL left out where
   ``any_of`` is a driven or grouped ``IN``, which holds it), and the same
   range inside the subqueries the database joins (not those it probes per
@@ -148,6 +158,8 @@ __all__ = [
     "PROBED_REQUIRED_MAX",
     "SETS_DENSE_MIN_MATCHES",
     "SETS_DENSE_MIN_SHARE",
+    "SETS_MATCHES_FIRST_LATER_MAX",
+    "SETS_MATCHES_FIRST_MAX",
     "SETS_REQUIRED_MAX",
     "TAGS",
     "TAG_COUNT_CAP",
@@ -476,6 +488,40 @@ SETS_DENSE_MIN_SHARE = 0.05
 #: ... the matches among the candidates, by that share, that such a page needs
 #: for the tag set form (:data:`SETS_DENSE_MIN_SHARE`).
 SETS_DENSE_MIN_MATCHES = 2_000
+#: On PostgreSQL, with the tag set table, a first page over more than
+#: :data:`PER_ROW_CANDIDATES_MAX` candidates beside a counted required tag
+#: and a ``tags-any`` whose tags together are expected on at most this many
+#: resources (the tags taken as independent) finds those sets first, from
+#: the set index, and then looks each up among the candidates (*matches_first*
+#: of :func:`~tenancy_mw.tags.sets.in_tag_sets`), rather than let the
+#: planner read the sets in id order until the page fills.  Its cost grows
+#: with the matches, not the candidates (``bench/tags.py --sweep``, 21 runs,
+#: 28 November 2026: ``tags=tag0030&tags-any=tag0008,tag0012``, about 3,100
+#: matches, over ~250,000 candidates 9.4 ms against 45.7 for the
+#: straightforward SQL and 11.8 for the plain set form;
+#: ``tags=tag0020&tags-any=tag0006,tag0009``, about 6,300, 16.0 against 43.9
+#: and 32.7).  About 7,500 over the whole collection is where it stops
+#: paying: ``tags=tag0020&tags-any=tag0005,tag0008`` 51.3 ms against 37.0,
+#: where the straightforward SQL fills its page early.
+SETS_MATCHES_FIRST_MAX = 8_000
+#: ... and a later page of a list of fewer than :data:`GROUPED_MIN_CANDIDATES`
+#: beside a ``not-tags-any`` and a required tag on more than
+#: :data:`PROBED_REQUIRED_MAX` rows after the marker, in place of one
+#: ``EXISTS`` per tag (not of the driven or grouped forms, which the other
+#: rules give such pages where they serve), where at most this many sets
+#: are expected to pass: the counts after the marker taken as independent
+#: over the whole set table (as :func:`_by_tag_sets` takes them).  The set
+#: index is read whole whatever the marker, so after a late marker, where
+#: the required tag has few rows left, the other forms stay
+#: (``tags=tag0012&tags-any=tag0005,tag0008&not-tags-any=tag0001,tag0003``
+#: after ``c``: 45.3 ms found first in a sweep without this bound, 25.2
+#: for one ``EXISTS`` per tag in the final one).  ``bench/tags.py --sweep``, lists of ~58,600 candidates, 21 runs:
+#: ``tags=tag0004&tags-any=tag0010,tag0030&not-tags-any=tag0001,tag0003``
+#: after ``01`` and ``4``, 26.8 and 24.5 ms against 58.8 and 61.5 for the
+#: straightforward SQL (62.3 and 62.8 for one ``EXISTS`` per tag, the form
+#: taken before); beside ``tag0002``, 46.0, 40.1 and 36.4 after ``01``,
+#: ``4`` and ``8`` against 50.5, 61.0 and 71.1.
+SETS_MATCHES_FIRST_LATER_MAX = 30_000
 # And beside a not-tags-any and a required tag on more than
 # PROBED_REQUIRED_MAX rows, where one EXISTS per tag reads much of both
 # (tags=tag0004&tags-any=tag0010,tag0030&not-tags-any=tag0001,tag0003 over
@@ -601,8 +647,8 @@ def tag_condition(
     :param limit: the page's ``LIMIT``, when known (on PostgreSQL it may shape a later page's SQL, not its rows).
     :param sets: the tag set table and its rows
         (:func:`~tenancy_mw.tags.sets.read_tag_sets`), only while its
-        triggers keep it in step with *tags*: with *counts* and
-        *candidates*, PostgreSQL may test the query on it.
+        triggers keep it in step with *tags* (PostgreSQL 12 or later): with
+        *counts* and *candidates*, PostgreSQL may test the query on it.
 
     :meth:`tenancy_mw.tags.store.TagStore.where` passes PostgreSQL's own
     statistics as *counts* (:func:`tag_statistics`), and *sets*.  The SQL
@@ -630,7 +676,7 @@ def _paged_condition(
 ) -> sa.ColumnElement:
     """The ANDed clauses of the simplified query *simple* on the *requested* page (its order found here).
 
-    *sets*: the tag set table, where PostgreSQL may use it (:func:`_by_tag_sets`).
+    *sets*: the tag set table, where PostgreSQL may use it (:func:`_matches_first`, then :func:`_by_tag_sets`).
     """
     resource_id, marker = requested.resource_id, requested.marker
     page = requested._replace(order=_shared_order(resource_id.type, table.c.resource_id.type))
@@ -657,6 +703,8 @@ def _paged_condition(
     if _query_per_row(simple, counts):
         # PostgreSQL: few candidates beside large sets (PER_ROW_CANDIDATES_MAX).
         forms["postgresql"] = sa.and_(*_clauses(table, page.each_row(), simple, _Counts(None, None))[0])
+    elif sets is not None and _matches_first(simple, counts, sets.rows, page):
+        forms["postgresql"] = _in_tag_sets(sets.table, page, simple, matches_first=True)
     elif sets is not None and _by_tag_sets(simple, counts, sets.rows, first_page=marker is None):
         forms["postgresql"] = _in_tag_sets(sets.table, page, simple)
     return _DialectVariant(condition, **forms) if forms else condition
@@ -699,6 +747,48 @@ def _by_tag_sets(simple: tuple, counts: _Counts, resources: int, *, first_page: 
     return share >= SETS_DENSE_MIN_SHARE and share * candidates >= SETS_DENSE_MIN_MATCHES
 
 
+def _matches_first(simple: tuple, counts: _Counts, resources: int, page: _Page) -> bool:
+    """Whether PostgreSQL finds the tag sets that pass the query first, then looks each up among the candidates.
+
+    Only beside a required tag with a count (not one that reads as rare,
+    0: under the statistics' floor, its rows unknown) and a ``tags-any``,
+    over more than :data:`PER_ROW_CANDIDATES_MAX` candidates.  On a first
+    page, where at most :data:`SETS_MATCHES_FIRST_MAX` sets are expected
+    to pass among the set table's *resources* (or the candidates, if
+    more); on a later *page*, as :data:`SETS_MATCHES_FIRST_LATER_MAX` says.
+
+    Example::
+
+        >>> first = _Page(sa.column("id"), None)
+        >>> simple = (frozenset({"a"}), frozenset({"b", "c"}), frozenset(), frozenset())
+        >>> _matches_first(simple, _Counts({"a": 30_000, "b": 100_000, "c": 90_000}, 250_000), 10**6, first)
+        True
+        >>> _matches_first(simple, _Counts({"a": 180_000, "b": 100_000, "c": 90_000}, 250_000), 10**6, first)
+        False
+    """
+    all_of, any_of, _, not_all_of = simple
+    tags, candidates = counts
+    if tags is None or candidates is None or candidates <= PER_ROW_CANDIDATES_MAX or not (all_of and any_of):
+        return False
+    rarest = _rarest(tags, all_of)
+    if rarest == 0:
+        return False
+    resources = max(resources, candidates)
+    # Rounded: the float product of exact shares may land a hair over a bound it meets.
+    matches = round(_positive_share(all_of, any_of, tags, resources) * resources)
+    if page.marker is None:
+        return matches <= SETS_MATCHES_FIRST_MAX
+    if not not_all_of or candidates >= GROUPED_MIN_CANDIDATES or matches > SETS_MATCHES_FIRST_LATER_MAX:
+        return False
+    if rarest <= PROBED_REQUIRED_MAX:
+        # The set index is read whole whatever the marker: after a late one,
+        # the required tag's few rows there are cheaper to join.
+        return False
+    # Only in place of one EXISTS per tag; the driven and grouped forms serve their own pages.
+    form = _postgresql_form_name(all_of, any_of, tags, candidates, True, ranged=page.ranged, limit=page.limit)
+    return form == "per-tag"
+
+
 def _positive_share(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], resources: int) -> float:
     """The share of *resources* that carry every required tag and one of *any_of*, the tags taken as independent."""
     share = min(1.0, _rows(counts, any_of) / resources)
@@ -707,14 +797,14 @@ def _positive_share(all_of: frozenset, any_of: frozenset, counts: Mapping[str, i
     return share
 
 
-def _in_tag_sets(sets: sa.Table, page: _Page, simple: tuple) -> sa.ColumnElement:
+def _in_tag_sets(sets: sa.Table, page: _Page, simple: tuple, *, matches_first: bool = False) -> sa.ColumnElement:
     """The whole query on the tag set table, on the page: its range inside where it can go, and beside.
 
     Beside too: else the planner may merge the caller's ids from the first
     one (bench/tags.py ``tags-any common`` after marker c: 69.8 ms without,
-    1.8 with).
+    1.8 with).  *matches_first*: :func:`_matches_first`.
     """
-    condition = in_tag_sets(page.resource_id, simple, after=page.ids_after, sets=sets)
+    condition = in_tag_sets(page.resource_id, simple, after=page.ids_after, sets=sets, matches_first=matches_first)
     if page.marker is None:
         return condition
     return sa.and_(condition, page.resource_id > page.marker)

@@ -10,7 +10,7 @@ from tests.support.bench import bench_module
 
 
 def form_of(sql_text: str) -> str:
-    """sets, per-row, driven, grouped, semi-join or per-tag, read off *sql_text* (``bench/tags.py``'s ``form_name``).
+    """The form read off *sql_text*: matched, sets, per-row, driven, grouped, semi-join or per-tag (``form_name``).
 
     Example::
 

@@ -292,10 +292,35 @@ def test_the_set_form_finds_exactly_what_matches_accepts(pg_engine, resources, q
         assert list(conn.execute(statement).scalars()) == expected
     if simple and (simple[0] or simple[1]):
         # The set form of any query with a required tag, tags-any or not.
+        # Both ways of reading the sets: as the planner likes, and the matches first.
         after = None if marker is None else (lambda alias: [alias.c.resource_id > marker])
-        direct = sa.select(RESOURCES.c.id).where(in_tag_sets(RESOURCES.c.id, simple, after=after))
-        with pg_engine.connect() as conn:
-            assert list(conn.execute(direct.order_by(RESOURCES.c.id)).scalars()) == expected
+        for matches_first in (False, True):
+            direct = sa.select(RESOURCES.c.id).where(
+                in_tag_sets(RESOURCES.c.id, simple, after=after, matches_first=matches_first)
+            )
+            with pg_engine.connect() as conn:
+                assert list(conn.execute(direct.order_by(RESOURCES.c.id)).scalars()) == expected
+
+
+def test_the_tag_sets_are_left_alone_before_postgresql_12():
+    """PostgreSQL 11 knows no ``MATERIALIZED`` (the matches-first form): no sets there, read before any query.
+
+    A stand-in connection: no PostgreSQL 11 runs here, and the answer comes from the dialect's version alone.
+    """
+
+    class Dialect:
+        name = "postgresql"
+        server_version_info = (11, 22)
+
+    class OldServer:
+        dialect = Dialect()
+
+        def execute(self, *args, **kwargs):
+            raise AssertionError("queried the catalog of a server it cannot use")
+
+    assert read_tag_sets(OldServer()) is None  # type: ignore[arg-type]
+    Dialect.server_version_info = None  # type: ignore[assignment]
+    assert read_tag_sets(OldServer()) is None  # type: ignore[arg-type]
 
 
 def test_the_set_form_needs_a_required_or_tags_any_tag():

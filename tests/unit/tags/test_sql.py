@@ -1242,9 +1242,11 @@ def test_the_driven_forms_required_tags_start_at_the_marker_too():
     assert inner.count("resource_id > 'm'") == 3, text
 
 
-def _form_with_sets(query_string: str, counts: dict, candidates: int, resources: int = 1_000_000, marker=None) -> str:
-    """The form PostgreSQL gets given the tag set table of *resources* rows."""
-    sets = TagSets(TAG_SETS, resources)
+def _form_with_sets(
+    query_string: str, counts: dict, candidates: int, resources: int | None = 1_000_000, marker=None
+) -> str:
+    """The form PostgreSQL gets given the tag set table of *resources* rows (``None``: no tag set table)."""
+    sets = None if resources is None else TagSets(TAG_SETS, resources)
     condition = tag_condition(
         parse_tag_query(query_string), RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker, sets=sets
     )
@@ -1252,7 +1254,8 @@ def _form_with_sets(query_string: str, counts: dict, candidates: int, resources:
 
 
 def test_beside_a_required_tag_on_few_rows_many_candidates_are_tested_on_the_tag_sets():
-    counts = {"r": SETS_REQUIRED_MAX, "a": 90_000, "b": 60_000}
+    # r with a or b: 12,500 expected matches, over SETS_MATCHES_FIRST_MAX (fewer are found first).
+    counts = {"r": SETS_REQUIRED_MAX, "a": 300_000, "b": 200_000}
     assert _form_with_sets("tags=r&tags-any=a,b", counts, GROUPED_MIN_CANDIDATES) == "sets"
     assert (
         _form_with_sets("tags=r&tags-any=a,b", {**counts, "r": SETS_REQUIRED_MAX + 1}, GROUPED_MIN_CANDIDATES) != "sets"
@@ -1325,10 +1328,74 @@ def test_the_tag_set_form_keeps_the_marker_beside_it_alone_where_the_id_column_s
     assert sql_text.endswith("AND servers.id > 'm'")
 
 
+def test_few_expected_matches_beside_a_counted_required_tag_are_found_first_on_a_first_page():
+    # r with a or b on 30,000 x 190,000 / 1,000,000: 5,700 expected matches.
+    counts = {"r": 30_000, "a": 100_000, "b": 90_000}
+    assert _form_with_sets("tags=r&tags-any=a,b", counts, 250_000) == "matched"
+    assert _form_with_sets("tags=r&tags-any=a,b", counts, 1_000_000) == "matched"
+    # At the bound (r on 40,000 with a or b on 200,000: 8,000) and one over it (r on 40,005: 8,001).
+    at_bound = {"r": 40_000, "a": 100_000, "b": 100_000}
+    assert _form_with_sets("tags=r&tags-any=a,b", at_bound, 250_000) == "matched"
+    assert _form_with_sets("tags=r&tags-any=a,b", {**at_bound, "r": 40_005}, 250_000) != "matched"
+    # Before the plain set form's own rule (SETS_REQUIRED_MAX): its counts (3,750 expected matches) find them first.
+    assert _form_with_sets("tags=r&tags-any=a,b", {"r": 25_000, "a": 90_000, "b": 60_000}, 100_000) == "matched"
+    # A required tag that reads as rare (0: under the statistics' floor, its rows unknown): not found first.
+    assert _form_with_sets("tags=r&tags-any=a,b", {**counts, "r": 0}, 250_000) != "matched"
+    # No required tag, or no more than PER_ROW_CANDIDATES_MAX candidates: not found first.
+    assert _form_with_sets("tags-any=a,b", {"a": 5_000, "b": 4_000}, 250_000) != "matched"
+    assert _form_with_sets("tags=r&tags-any=a,b", counts, PER_ROW_CANDIDATES_MAX) != "matched"
+    # The same counts after a marker, without a not-tags-any: not a later page's case.
+    assert _form_with_sets("tags=r&tags-any=a,b", counts, 250_000, marker="m") != "matched"
+
+
+def test_a_short_lists_later_page_beside_a_common_required_tag_and_a_not_tags_any_finds_the_matches_first():
+    query = "tags=r&tags-any=a,b&not-tags-any=c,d"
+    # After the marker: r on 180,000 rows, with a or b: 15,300 expected matches, in place of one EXISTS per tag.
+    counts = {"r": 180_000, "a": 50_000, "b": 35_000}
+    assert _form_with_sets(query, counts, 62_000, marker="m", resources=None) == "per-tag"
+    assert _form_with_sets(query, counts, 62_000, marker="m") == "matched"
+    # Where the other rules give the driven form, it stays.
+    driven = {"r": 100_000, "a": 30_000, "b": 20_000}
+    assert _form_with_sets(query, driven, 62_000, marker="m", resources=None) == "driven"
+    assert _form_with_sets(query, driven, 62_000, marker="m") != "matched"
+    # A required tag on PROBED_REQUIRED_MAX rows or fewer after the marker: not first (the set index is read whole).
+    few_after = {"r": PROBED_REQUIRED_MAX, "a": 200_000, "b": 100_000}
+    assert _form_with_sets(query, few_after, 62_000, marker="m", resources=None) == "per-tag"
+    assert _form_with_sets(query, few_after, 62_000, marker="m") != "matched"
+    assert _form_with_sets(query, {**few_after, "r": PROBED_REQUIRED_MAX + 1}, 62_000, marker="m") == "matched"
+    # Over SETS_MATCHES_FIRST_LATER_MAX matches (45,000), not first.
+    assert _form_with_sets(query, {**counts, "a": 150_000, "b": 100_000}, 62_000, marker="m") != "matched"
+    # A list of GROUPED_MIN_CANDIDATES or more, or no not-tags-any: not this case.
+    assert _form_with_sets(query, counts, GROUPED_MIN_CANDIDATES, marker="m") != "matched"
+    assert _form_with_sets("tags=r&tags-any=a,b", counts, 62_000, marker="m") != "matched"
+
+
+def test_the_matches_first_are_one_materialised_expression_holding_the_marker_inside_and_beside():
+    condition = tag_condition(
+        parse_tag_query("tags=r&tags-any=a,b&not-tags-any=c,d"),
+        RESOURCES.c.id,
+        TABLES.tags,
+        {"r": 180_000, "a": 50_000, "b": 35_000},
+        62_000,
+        marker="m",
+        sets=TagSets(TAG_SETS, 1_000_000),
+    )
+    sql_text = " ".join(
+        str(condition.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})).split()
+    )
+    matches = "WITH tenancy_mw_tag_set_matches AS MATERIALIZED (SELECT tenancy_mw_tag_sets_1.resource_id"
+    assert "things.id IN (" + matches in sql_text
+    inside = sql_text[sql_text.index(matches) : sql_text.index(") SELECT tenancy_mw_tag_set_matches.resource_id")]
+    assert "tenancy_mw_tag_sets_1.tags @> ARRAY['r']" in inside
+    assert "tenancy_mw_tag_sets_1.resource_id > 'm'" in inside
+    assert sql_text.endswith("AND things.id > 'm'")
+
+
 def test_beside_a_not_tags_any_and_a_common_required_tag_the_tag_sets_serve_but_on_a_short_lists_later_pages():
     query = "tags=r&tags-any=a,b&not-tags-any=c,d"
-    # Sparse: r with a or b on 0.6 % of the resources, under SETS_DENSE_MIN_SHARE.
-    counts = {"r": PROBED_REQUIRED_MAX + 1, "a": 120_000, "b": 90_000}
+    # Sparse: r with a or b on 1.25 % of the resources, under SETS_DENSE_MIN_SHARE,
+    # and 12,500 expected matches, over SETS_MATCHES_FIRST_MAX (fewer are found first).
+    counts = {"r": PROBED_REQUIRED_MAX + 1, "a": 300_000, "b": 200_000}
     assert _form_with_sets(query, counts, 62_000) == "sets"
     assert _form_with_sets(query, counts, 62_000, marker="m") != "sets"
     assert _form_with_sets(query, counts, GROUPED_MIN_CANDIDATES, marker="m") == "sets"
