@@ -95,10 +95,12 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   over more than ``PER_ROW_CANDIDATES_MAX`` candidates, on a first page
   where the required and ``tags-any`` tags are expected together on at
   most :data:`SETS_MATCHES_FIRST_MAX` resources, and on a later page of
-  fewer than ``GROUPED_MIN_CANDIDATES`` beside a ``not-tags-any``, in
-  place of one ``EXISTS`` per tag, on at most
-  :data:`SETS_MATCHES_FIRST_LATER_MAX` (this rule before the others of
-  the sets);
+  fewer than ``GROUPED_MIN_CANDIDATES`` beside a ``not-tags-any`` and a
+  required tag on more than ``PROBED_REQUIRED_MAX`` rows after the
+  marker (its range inside), in place of one ``EXISTS`` per tag, on at
+  most :data:`SETS_MATCHES_FIRST_LATER_MAX` (this rule before the others
+  of the sets, but over half the set table's rows or more, where those
+  take the query);
 - a *marker*: ``resource_id > marker``, last (on PostgreSQL left out where
   ``any_of`` is a driven or grouped ``IN``, which holds it), and the same
   range inside the subqueries the database joins (not those it probes per
@@ -497,11 +499,11 @@ SETS_DENSE_MIN_MATCHES = 2_000
 #: planner read the sets in id order until the page fills.  Its cost grows
 #: with the matches, not the candidates (``bench/tags.py --sweep``, 21 runs,
 #: 28 November 2026: ``tags=tag0030&tags-any=tag0008,tag0012``, about 3,100
-#: matches, over ~250,000 candidates 9.4 ms against 45.7 for the
+#: matches, over ~250,000 candidates 9.4 ms against 46.0 for the
 #: straightforward SQL and 11.8 for the plain set form;
-#: ``tags=tag0020&tags-any=tag0006,tag0009``, about 6,300, 16.0 against 43.9
-#: and 32.7).  About 7,500 over the whole collection is where it stops
-#: paying: ``tags=tag0020&tags-any=tag0005,tag0008`` 51.3 ms against 37.0,
+#: ``tags=tag0020&tags-any=tag0006,tag0009``, about 6,300, 16.7 against 43.7
+#: and 33.4).  About 7,500 over the whole collection is where it stops
+#: paying: ``tags=tag0020&tags-any=tag0005,tag0008`` 53.5 ms against 37.4,
 #: where the straightforward SQL fills its page early.
 SETS_MATCHES_FIRST_MAX = 8_000
 #: ... and a later page of a list of fewer than :data:`GROUPED_MIN_CANDIDATES`
@@ -514,13 +516,13 @@ SETS_MATCHES_FIRST_MAX = 8_000
 #: index is read whole whatever the marker, so after a late marker, where
 #: the required tag has few rows left, the other forms stay
 #: (``tags=tag0012&tags-any=tag0005,tag0008&not-tags-any=tag0001,tag0003``
-#: after ``c``: 45.3 ms found first in a sweep without this bound, 25.2
+#: after ``c``: 45.3 ms found first in a sweep without this bound, 26.3
 #: for one ``EXISTS`` per tag in the final one).  ``bench/tags.py --sweep``, lists of ~58,600 candidates, 21 runs:
 #: ``tags=tag0004&tags-any=tag0010,tag0030&not-tags-any=tag0001,tag0003``
-#: after ``01`` and ``4``, 26.8 and 24.5 ms against 58.8 and 61.5 for the
+#: after ``01`` and ``4``, 27.9 and 27.2 ms against 59.3 and 64.5 for the
 #: straightforward SQL (62.3 and 62.8 for one ``EXISTS`` per tag, the form
-#: taken before); beside ``tag0002``, 46.0, 40.1 and 36.4 after ``01``,
-#: ``4`` and ``8`` against 50.5, 61.0 and 71.1.
+#: taken before); beside ``tag0002``, 47.1, 41.3 and 37.1 after ``01``,
+#: ``4`` and ``8`` against 51.3, 63.9 and 72.0.
 SETS_MATCHES_FIRST_LATER_MAX = 30_000
 # And beside a not-tags-any and a required tag on more than
 # PROBED_REQUIRED_MAX rows, where one EXISTS per tag reads much of both
@@ -676,7 +678,7 @@ def _paged_condition(
 ) -> sa.ColumnElement:
     """The ANDed clauses of the simplified query *simple* on the *requested* page (its order found here).
 
-    *sets*: the tag set table, where PostgreSQL may use it (:func:`_matches_first`, then :func:`_by_tag_sets`).
+    *sets*: the tag set table, where PostgreSQL may use it (:func:`_tag_sets_form`).
     """
     resource_id, marker = requested.resource_id, requested.marker
     page = requested._replace(order=_shared_order(resource_id.type, table.c.resource_id.type))
@@ -703,10 +705,8 @@ def _paged_condition(
     if _query_per_row(simple, counts):
         # PostgreSQL: few candidates beside large sets (PER_ROW_CANDIDATES_MAX).
         forms["postgresql"] = sa.and_(*_clauses(table, page.each_row(), simple, _Counts(None, None))[0])
-    elif sets is not None and _matches_first(simple, counts, sets.rows, page):
-        forms["postgresql"] = _in_tag_sets(sets.table, page, simple, matches_first=True)
-    elif sets is not None and _by_tag_sets(simple, counts, sets.rows, first_page=marker is None):
-        forms["postgresql"] = _in_tag_sets(sets.table, page, simple)
+    elif sets is not None and (form := _tag_sets_form(simple, counts, sets.rows, page)):
+        forms["postgresql"] = _in_tag_sets(sets.table, page, simple, matches_first=form == "matched")
     return _DialectVariant(condition, **forms) if forms else condition
 
 
@@ -747,12 +747,31 @@ def _by_tag_sets(simple: tuple, counts: _Counts, resources: int, *, first_page: 
     return share >= SETS_DENSE_MIN_SHARE and share * candidates >= SETS_DENSE_MIN_MATCHES
 
 
+def _tag_sets_form(simple: tuple, counts: _Counts, resources: int, page: _Page) -> str | None:
+    """The tag set form PostgreSQL takes on *page*: ``"matched"`` (the matches first), ``"sets"``, or ``None``.
+
+    The matches first (:func:`_matches_first`) before the plain set form
+    (:func:`_by_tag_sets`), but over at least half the set table's
+    *resources*, where the plain form's own rules take the query: there the
+    planner fills the page early from the sets in id order (``bench/tags.py
+    --sweep``, ``tags=tag0040&tags-any=tag0008,tag0012`` over the whole
+    collection: 9.9 ms, and 13.5 found first in a sweep without this rule).
+    """
+    plain = _by_tag_sets(simple, counts, resources, first_page=page.marker is None)
+    if plain and counts.candidates is not None and 2 * counts.candidates >= resources:
+        return "sets"
+    if _matches_first(simple, counts, resources, page):
+        return "matched"
+    return "sets" if plain else None
+
+
 def _matches_first(simple: tuple, counts: _Counts, resources: int, page: _Page) -> bool:
     """Whether PostgreSQL finds the tag sets that pass the query first, then looks each up among the candidates.
 
-    Only beside a required tag with a count (not one that reads as rare,
-    0: under the statistics' floor, its rows unknown) and a ``tags-any``,
-    over more than :data:`PER_ROW_CANDIDATES_MAX` candidates.  On a first
+    Only beside a required tag and a ``tags-any`` whose counts are known
+    (not a required tag that reads as rare, 0: under the statistics' floor,
+    nor a tag left out or at :data:`TAG_COUNT_CAP`, "at least"), over more
+    than :data:`PER_ROW_CANDIDATES_MAX` candidates.  On a first
     page, where at most :data:`SETS_MATCHES_FIRST_MAX` sets are expected
     to pass among the set table's *resources* (or the candidates, if
     more); on a later *page*, as :data:`SETS_MATCHES_FIRST_LATER_MAX` says.
@@ -771,14 +790,17 @@ def _matches_first(simple: tuple, counts: _Counts, resources: int, page: _Page) 
     if tags is None or candidates is None or candidates <= PER_ROW_CANDIDATES_MAX or not (all_of and any_of):
         return False
     rarest = _rarest(tags, all_of)
-    if rarest == 0:
+    if rarest == 0 or any(tags.get(tag, TAG_COUNT_CAP) == TAG_COUNT_CAP for tag in all_of | any_of):
         return False
     resources = max(resources, candidates)
     # Rounded: the float product of exact shares may land a hair over a bound it meets.
     matches = round(_positive_share(all_of, any_of, tags, resources) * resources)
     if page.marker is None:
         return matches <= SETS_MATCHES_FIRST_MAX
-    if not not_all_of or candidates >= GROUPED_MIN_CANDIDATES or matches > SETS_MATCHES_FIRST_LATER_MAX:
+    if not (not_all_of and page.ranged) or candidates >= GROUPED_MIN_CANDIDATES:
+        # Without the marker's range inside (an id column sorting otherwise), every match would be read.
+        return False
+    if matches > SETS_MATCHES_FIRST_LATER_MAX:
         return False
     if rarest <= PROBED_REQUIRED_MAX:
         # The set index is read whole whatever the marker: after a late one,

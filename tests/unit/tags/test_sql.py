@@ -1346,6 +1346,18 @@ def test_few_expected_matches_beside_a_counted_required_tag_are_found_first_on_a
     assert _form_with_sets("tags=r&tags-any=a,b", counts, PER_ROW_CANDIDATES_MAX) != "matched"
     # The same counts after a marker, without a not-tags-any: not a later page's case.
     assert _form_with_sets("tags=r&tags-any=a,b", counts, 250_000, marker="m") != "matched"
+    # A tag left out of the counts or at TAG_COUNT_CAP ("at least"): its matches are not known.
+    assert _form_with_sets("tags=r&tags-any=a,b", {"a": 100_000, "b": 90_000}, 250_000) != "matched"
+    assert _form_with_sets("tags=r&tags-any=a,b", {**counts, "r": TAG_COUNT_CAP}, 250_000) != "matched"
+
+
+def test_over_half_the_collection_the_plain_set_forms_rule_comes_before_the_matches_first():
+    # r on SETS_REQUIRED_MAX rows with a or b: 3,750 expected matches; the plain form's rule takes it too.
+    counts = {"r": SETS_REQUIRED_MAX, "a": 90_000, "b": 60_000}
+    assert _form_with_sets("tags=r&tags-any=a,b", counts, 500_000) == "sets"
+    assert _form_with_sets("tags=r&tags-any=a,b", counts, 499_999) == "matched"
+    # Where the plain form's rules do not take it (r over SETS_REQUIRED_MAX), found first over the whole collection too.
+    assert _form_with_sets("tags=r&tags-any=a,b", {**counts, "r": 30_000}, 1_000_000) == "matched"
 
 
 def test_a_short_lists_later_page_beside_a_common_required_tag_and_a_not_tags_any_finds_the_matches_first():
@@ -1368,6 +1380,20 @@ def test_a_short_lists_later_page_beside_a_common_required_tag_and_a_not_tags_an
     # A list of GROUPED_MIN_CANDIDATES or more, or no not-tags-any: not this case.
     assert _form_with_sets(query, counts, GROUPED_MIN_CANDIDATES, marker="m") != "matched"
     assert _form_with_sets("tags=r&tags-any=a,b", counts, 62_000, marker="m") != "matched"
+
+
+def test_a_later_page_is_not_found_first_where_the_marker_cannot_go_inside():
+    """A case-insensitive id column (CITEXT): no range inside, so every match would be read; not found first."""
+    condition = tag_condition(
+        parse_tag_query("tags=r&tags-any=a,b&not-tags-any=c,d"),
+        sa.table("servers", sa.column("id", CITEXT())).c.id,
+        TABLES.tags,
+        {"r": 180_000, "a": 50_000, "b": 35_000},
+        62_000,
+        marker="m",
+        sets=TagSets(TAG_SETS, 1_000_000),
+    )
+    assert form_of(str(condition.compile(dialect=postgresql.dialect()))) != "matched"
 
 
 def test_the_matches_first_are_one_materialised_expression_holding_the_marker_inside_and_beside():
@@ -1397,9 +1423,14 @@ def test_beside_a_not_tags_any_and_a_common_required_tag_the_tag_sets_serve_but_
     # and 12,500 expected matches, over SETS_MATCHES_FIRST_MAX (fewer are found first).
     counts = {"r": PROBED_REQUIRED_MAX + 1, "a": 300_000, "b": 200_000}
     assert _form_with_sets(query, counts, 62_000) == "sets"
-    assert _form_with_sets(query, counts, 62_000, marker="m") != "sets"
+    # A later page of the short list: not the plain sets (their scan would run past the list's bound);
+    # these 12,500 expected matches are found first, 32,000 are not.
+    assert _form_with_sets(query, counts, 62_000, marker="m") == "matched"
+    more = {"r": 40_000, "a": 600_000, "b": 200_000}
+    assert _form_with_sets(query, more, 62_000, marker="m") not in ("sets", "matched")
     assert _form_with_sets(query, counts, GROUPED_MIN_CANDIDATES, marker="m") == "sets"
-    assert _form_with_sets(query, {**counts, "r": 5_000}, 62_000) != "sets"
+    # A required tag on PROBED_REQUIRED_MAX rows or fewer (20,000 with a or b on 60 %: 12,000 matches): neither.
+    assert _form_with_sets(query, {"r": 20_000, "a": 300_000, "b": 300_000}, 62_000) not in ("sets", "matched")
     assert _form_with_sets("tags=r&tags-any=a,b", counts, 62_000) != "sets"
     # Such a later page still takes the sets by the share rule where its tags keep enough.
     dense = {"r": 500_000, "a": 300_000, "b": 300_000}
