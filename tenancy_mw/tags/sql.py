@@ -497,7 +497,7 @@ SETS_DENSE_MIN_MATCHES = 2_000
 #: the set index, and then looks each up among the candidates (*matches_first*
 #: of :func:`~tenancy_mw.tags.sets.in_tag_sets`), rather than let the
 #: planner read the sets in id order until the page fills.  Its cost grows
-#: with the matches, not the candidates (``bench/tags.py --sweep``, 21 runs,
+#: mostly with the matches (``bench/tags.py --sweep``, 21 runs,
 #: 28 November 2026: ``tags=tag0030&tags-any=tag0008,tag0012``, about 3,100
 #: matches, over ~250,000 candidates 9.4 ms against 46.0 for the
 #: straightforward SQL and 11.8 for the plain set form;
@@ -517,7 +517,8 @@ SETS_MATCHES_FIRST_MAX = 8_000
 #: the required tag has few rows left, the other forms stay
 #: (``tags=tag0012&tags-any=tag0005,tag0008&not-tags-any=tag0001,tag0003``
 #: after ``c``: 45.3 ms found first in a sweep without this bound, 26.3
-#: for one ``EXISTS`` per tag in the final one).  ``bench/tags.py --sweep``, lists of ~58,600 candidates, 21 runs:
+#: for one ``EXISTS`` per tag in the final one).  ``bench/tags.py
+#: --sweep``, lists of ~58,600 candidates, 21 runs:
 #: ``tags=tag0004&tags-any=tag0010,tag0030&not-tags-any=tag0001,tag0003``
 #: after ``01`` and ``4``, 27.9 and 27.2 ms against 59.3 and 64.5 for the
 #: straightforward SQL (62.3 and 62.8 for one ``EXISTS`` per tag, the form
