@@ -82,10 +82,13 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   for a ``tags-any`` over at least :data:`GROUPED_MIN_CANDIDATES` beside a
   required tag on at most :data:`SETS_REQUIRED_MAX` rows, or over more than
   :data:`PER_ROW_CANDIDATES_MAX` where its tags keep a large share of them
-  (:data:`SETS_DENSE_MIN_SHARE`, :data:`SETS_DENSE_MIN_MATCHES`) or beside
+  (:data:`SETS_DENSE_MIN_SHARE`, :data:`SETS_DENSE_MIN_MATCHES`), or beside
   a ``not-tags-any`` and a required tag on more than
-  :data:`PROBED_REQUIRED_MAX` rows (not on a later page of fewer than
-  ``GROUPED_MIN_CANDIDATES``): **one test
+  :data:`PROBED_REQUIRED_MAX` rows, over more than ``PER_ROW_CANDIDATES_MAX``
+  (not on a later page of fewer than ``GROUPED_MIN_CANDIDATES``) and on a
+  first page over fewer, where the counts are known and the sets expected
+  to pass the set index are at most :data:`SETS_BESIDE_NOT_ANY_FACTOR`
+  times the candidates (there before the per-row form): **one test
   of each resource's set**, ``resource_id IN (SELECT ... FROM
   tenancy_mw_tag_sets WHERE tags @> ... AND tags && ...)``, a marker's
   range inside and beside it; **its matches first** (the same subquery
@@ -158,6 +161,7 @@ __all__ = [
     "PROBED_BESIDE_NOT_ANY_MAX",
     "PROBED_BESIDE_NOT_ANY_MIDDLING_MAX",
     "PROBED_REQUIRED_MAX",
+    "SETS_BESIDE_NOT_ANY_FACTOR",
     "SETS_DENSE_MIN_MATCHES",
     "SETS_DENSE_MIN_SHARE",
     "SETS_MATCHES_FIRST_LATER_MAX",
@@ -490,6 +494,25 @@ SETS_DENSE_MIN_SHARE = 0.05
 #: ... the matches among the candidates, by that share, that such a page needs
 #: for the tag set form (:data:`SETS_DENSE_MIN_SHARE`).
 SETS_DENSE_MIN_MATCHES = 2_000
+#: On PostgreSQL, with the tag set table, a first page over at most
+#: :data:`PER_ROW_CANDIDATES_MAX` candidates beside a ``not-tags-any`` and a
+#: required tag on more than :data:`PROBED_REQUIRED_MAX` rows, whose tags'
+#: counts are known (none left out nor at :data:`TAG_COUNT_CAP`), is one
+#: test of each resource's set where the sets expected to pass the set
+#: index (the required and ``tags-any`` tags together, taken as
+#: independent) are at most this many times the candidates: the index's
+#: work grows with those sets, the other forms' with the candidates, each
+#: probed for the ``not-tags-any``.  The store gives it its cautious counts
+#: there (a ``tags-any`` tag outside the statistics' common ones on as many
+#: rows as the least common), so that a rare tag never reads as none
+#: (``bench/tags.py``'s data, 11 runs each, 28 November 2026: ``combined``,
+#: about 14,700 sets, over ~4,000, ~7,800, ~11,700 and ~16,000 candidates
+#: 20.8, 21.4, 21.9 and 22.9 ms against 10.9, 21.5 and 32.3 per row and
+#: 72.5 for the semi-join the store took on the last; ``combined rare``,
+#: about 1,200 sets by those counts, over ~1,000 to ~16,000, 2.1 to 3.9 ms
+#: against 4.8 to 17.6 for the semi-join).  Over more candidates such a query always
+#: takes the sets (:func:`_by_tag_sets`).
+SETS_BESIDE_NOT_ANY_FACTOR = 2
 #: On PostgreSQL, with the tag set table, a first page over more than
 #: :data:`PER_ROW_CANDIDATES_MAX` candidates beside a counted required tag
 #: and a ``tags-any`` whose tags together are expected on at most this many
@@ -703,11 +726,13 @@ def _paged_condition(
         # range makes later pages up to a hundred times faster.
         outside, _ = _clauses(table, page._replace(inside=False), simple, counts)
         forms["mysql"] = sa.and_(*outside)
-    if _query_per_row(simple, counts):
+    if sets is not None and (form := _tag_sets_form(simple, counts, sets.rows, page)):
+        # Before the per-row form: over its few candidates the sets are
+        # taken only where few pass the set index (SETS_BESIDE_NOT_ANY_FACTOR).
+        forms["postgresql"] = _in_tag_sets(sets.table, page, simple, matches_first=form == "matched")
+    elif _query_per_row(simple, counts):
         # PostgreSQL: few candidates beside large sets (PER_ROW_CANDIDATES_MAX).
         forms["postgresql"] = sa.and_(*_clauses(table, page.each_row(), simple, _Counts(None, None))[0])
-    elif sets is not None and (form := _tag_sets_form(simple, counts, sets.rows, page)):
-        forms["postgresql"] = _in_tag_sets(sets.table, page, simple, matches_first=form == "matched")
     return _DialectVariant(condition, **forms) if forms else condition
 
 
@@ -719,7 +744,10 @@ def _by_tag_sets(simple: tuple, counts: _Counts, resources: int, *, first_page: 
     most :data:`SETS_REQUIRED_MAX` rows; over more than
     :data:`PER_ROW_CANDIDATES_MAX` beside a ``not-tags-any`` and a
     required tag on more than :data:`PROBED_REQUIRED_MAX` rows, on a
-    *first_page* or over at least ``GROUPED_MIN_CANDIDATES``; and over
+    *first_page* or over at least ``GROUPED_MIN_CANDIDATES``, and on a
+    first page over fewer where, the counts known, at most
+    :data:`SETS_BESIDE_NOT_ANY_FACTOR` times the candidates are expected
+    to pass the set index; and over
     more than ``PER_ROW_CANDIDATES_MAX``, where the required and ``tags-any``
     tags together keep at least :data:`SETS_DENSE_MIN_SHARE` of the
     resources (the larger of *resources* and the candidates), and that
@@ -739,11 +767,14 @@ def _by_tag_sets(simple: tuple, counts: _Counts, resources: int, *, first_page: 
         return False
     if all_of and candidates >= GROUPED_MIN_CANDIDATES and _rarest(tags, all_of) <= SETS_REQUIRED_MAX:
         return True
+    beside_not_any = bool(all_of and not_all_of) and _rarest(tags, all_of) > PROBED_REQUIRED_MAX
     if candidates <= PER_ROW_CANDIDATES_MAX:
-        return False
-    if all_of and not_all_of and _rarest(tags, all_of) > PROBED_REQUIRED_MAX:
-        if first_page or candidates >= GROUPED_MIN_CANDIDATES:
-            return True
+        if not (beside_not_any and first_page and candidates > 0):
+            return False
+        passing = _expected_matches(all_of, any_of, tags, max(resources, candidates))
+        return passing is not None and passing <= SETS_BESIDE_NOT_ANY_FACTOR * candidates
+    if beside_not_any and (first_page or candidates >= GROUPED_MIN_CANDIDATES):
+        return True
     share = _positive_share(all_of, any_of, tags, max(resources, candidates))
     return share >= SETS_DENSE_MIN_SHARE and share * candidates >= SETS_DENSE_MIN_MATCHES
 
@@ -791,11 +822,9 @@ def _matches_first(simple: tuple, counts: _Counts, resources: int, page: _Page) 
     if tags is None or candidates is None or candidates <= PER_ROW_CANDIDATES_MAX or not (all_of and any_of):
         return False
     rarest = _rarest(tags, all_of)
-    if rarest == 0 or any(tags.get(tag, TAG_COUNT_CAP) == TAG_COUNT_CAP for tag in all_of | any_of):
+    matches = _expected_matches(all_of, any_of, tags, max(resources, candidates))
+    if rarest == 0 or matches is None:
         return False
-    resources = max(resources, candidates)
-    # Rounded: the float product of exact shares may land a hair over a bound it meets.
-    matches = round(_positive_share(all_of, any_of, tags, resources) * resources)
     if page.marker is None:
         return matches <= SETS_MATCHES_FIRST_MAX
     if not (not_all_of and page.ranged) or candidates >= GROUPED_MIN_CANDIDATES:
@@ -810,6 +839,18 @@ def _matches_first(simple: tuple, counts: _Counts, resources: int, page: _Page) 
     # Only in place of one EXISTS per tag; the driven and grouped forms serve their own pages.
     form = _postgresql_form_name(all_of, any_of, tags, candidates, True, ranged=page.ranged, limit=page.limit)
     return form == "per-tag"
+
+
+def _expected_matches(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], resources: int) -> int | None:
+    """How many of *resources* carry every required tag and one of *any_of* (:func:`_positive_share`).
+
+    ``None`` where a tag's count is not known: left out, or at
+    :data:`TAG_COUNT_CAP` ("at least"); and over no resources.  Rounded:
+    the float product of exact shares may land a hair over a bound it meets.
+    """
+    if resources <= 0 or any(counts.get(tag, TAG_COUNT_CAP) == TAG_COUNT_CAP for tag in all_of | any_of):
+        return None
+    return round(_positive_share(all_of, any_of, counts, resources) * resources)
 
 
 def _positive_share(all_of: frozenset, any_of: frozenset, counts: Mapping[str, int], resources: int) -> float:

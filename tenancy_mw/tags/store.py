@@ -32,8 +32,12 @@ SQL (:func:`tenancy_mw.tags.sql.tag_condition`).  On PostgreSQL, for a
 ``tags-any`` of two tags or more given at most
 :data:`~tenancy_mw.tags.sql.PER_ROW_CANDIDATES_MAX`, the counts are its
 statistics' most common tags (any other counts 0) where they give the
-per-row form; else, for one without required tags beside a ``not-tags-any``,
-counts that keep the form the cautious ones below give.  Given more than
+per-row form; before it, on a first page beside a ``not-tags-any`` and a
+required tag, the cautious ones below where they give the tag set form
+(:data:`~tenancy_mw.tags.sql.SETS_BESIDE_NOT_ANY_FACTOR`; the sets are
+passed with no other counts there); else, for one without required tags
+beside a ``not-tags-any``, counts that keep the form the cautious ones
+below give.  Given more than
 :data:`~tenancy_mw.tags.sql.GROUPED_ANY_SMALL` (more than
 ``PER_ROW_CANDIDATES_MAX`` beside a ``not-tags-any``), the counts are
 PostgreSQL's own statistics (:meth:`tag_statistics`), read once per
@@ -103,6 +107,7 @@ from tenancy_mw.tags.sql import (
     TAGS,
     TagStatistics,
     TagTables,
+    _by_tag_sets,
     _check_candidates,
     _Counts,
     _form_settled,
@@ -365,10 +370,8 @@ class TagStore:
         """
         _check_candidates(candidates)
         _check_connection(connection)
-        counts = self._counts_for(query, resource_id, candidates, marker, connection)
-        return query.where(
-            resource_id, self.tags, counts, candidates, marker=marker, limit=limit, sets=self._sets(counts)
-        )
+        counts, sets = self._counts_for(query, resource_id, candidates, marker, connection)
+        return query.where(resource_id, self.tags, counts, candidates, marker=marker, limit=limit, sets=sets)
 
     def _counts_for(
         self,
@@ -377,38 +380,45 @@ class TagStore:
         candidates: int | None,
         marker: str | None,
         connection: sa.Connection | None,
-    ) -> dict[str, int] | None:
-        """The tag counts :meth:`where` passes, each database's own (``None`` where its SQL needs none)."""
+    ) -> tuple[dict[str, int] | None, TagSets | None]:
+        """The tag counts :meth:`where` passes, each database's own (``None`` where none serve), and the tag sets.
+
+        The tag set table where the SQL may use it: on PostgreSQL, beside
+        counts, as read with the statistics they come from (one read of
+        both, so that a refresh by another thread between them cannot pair
+        counts chosen for the sets with no sets).
+        """
         if self._mysql:
-            return self._mysql_estimates(query, resource_id, marker, connection)
+            return self._mysql_estimates(query, resource_id, marker, connection), None
         if not (self._postgresql and candidates is not None):
-            return None
+            return None, None
         simple = query.simplified()
         if simple is None:
-            return None
+            return None, None
         all_of, any_of, _, not_all_of = simple
         if len(any_of) < 2:
-            return None
+            return None, None
         # Over a tenant-sized page (up to GROUPED_ANY_SMALL) the counts serve
         # only for the per-row form (PER_ROW_CANDIDATES_MAX) and beside a
         # not-tags-any (PROBED_BESIDE_NOT_ANY_MAX, PROBED_BESIDE_NOT_ANY_MIDDLING_MAX,
         # DRIVEN_BESIDE_NOT_ANY_FACTOR, GROUPED_AFTER_MARKER_MAX_SHARE there):
         # nothing is read for anything else.
         if PER_ROW_CANDIDATES_MAX < candidates <= GROUPED_ANY_SMALL and not not_all_of:
-            return None
-        statistics = self.tag_statistics(connection)
+            return None, None
+        statistics, sets = self._statistics_and_sets(connection)
         # Too many rows changed since PostgreSQL's last ANALYZE: a tag made
         # common since then would still read as rare.
         if statistics is None or statistics.changed > GROUPED_ANY_SMALL:
-            return None
+            return None, None
         if candidates <= PER_ROW_CANDIDATES_MAX:
-            return self._few_candidates_counts(simple, statistics, candidates, (marker, resource_id), connection)
+            page = (marker, resource_id)
+            return self._few_candidates_counts(simple, (statistics, sets), candidates, page, connection)
         counts = self._estimated_counts(all_of, any_of, statistics, connection)
         if counts and marker is not None and self._ranged(resource_id):
             if not _form_settled(all_of, any_of, counts, candidates, bool(not_all_of)):
                 after = self._after_marker(counts, marker, connection)
                 counts = dict(_later_page_counts(all_of, any_of, counts, after, candidates, bool(not_all_of)))
-        return counts
+        return counts, sets
 
     def apply(
         self,
@@ -547,15 +557,16 @@ class TagStore:
     def _few_candidates_counts(
         self,
         simple: tuple,
-        statistics: TagStatistics,
+        read: tuple[TagStatistics, TagSets | None],
         candidates: int,
         page: tuple[str | None, sa.ColumnElement],
         connection: sa.Connection | None,
-    ) -> dict[str, int] | None:
-        """The counts over at most ``PER_ROW_CANDIDATES_MAX`` candidates, ``None`` where none serve.
+    ) -> tuple[dict[str, int] | None, TagSets | None]:
+        """The counts over at most ``PER_ROW_CANDIDATES_MAX`` candidates (``None`` where none serve), and the sets.
 
-        *simple*: the simplified query; *page*: the marker and the caller's
-        id column.  For the per-row form, the statistics' most common tags,
+        *simple*: the simplified query; *read*: the statistics and the tag
+        set table read with them; *page*: the marker and the caller's id
+        column.  For the per-row form, the statistics' most common tags,
         any other counting 0: it pays beside large sets only, so a tag they
         do not show as common is taken as small.  After a *marker* whose
         range goes inside the tag subqueries, scaled to the tag rows after
@@ -565,20 +576,32 @@ class TagStore:
         that keep the form the whole table's cautious counts give
         (:meth:`_estimated_counts`): one ``EXISTS`` per tag on up to
         ``PROBED_BESIDE_NOT_ANY_MAX`` rows, the semi-join (``None``) beyond;
-        never counts that give the per-row form.
+        never counts that give the per-row form.  On a first page where the
+        tag set table is in step, the cautious counts where they give its
+        form (:data:`~tenancy_mw.tags.sql.SETS_BESIDE_NOT_ANY_FACTOR`): a
+        ``tags-any`` tag outside the common ones counts as many rows as the
+        least common, so the sets expected to pass are not read low.
         """
         all_of, any_of, _, not_all_of = simple
+        statistics, sets = read
         marker, resource_id = page
+        if all_of and not_all_of and sets is not None and marker is None:
+            # The tag sets where few pass their index (SETS_BESIDE_NOT_ANY_FACTOR),
+            # before the per-row form, as the SQL weighs them.
+            cautious = self._estimated_counts(all_of, any_of, statistics, connection)
+            if _by_tag_sets(simple, _Counts(cautious, candidates), sets.rows, first_page=True):
+                return cautious, sets
+        # No sets beside the counts below: a tag they count 0 may be large.
         common = {tag: statistics.common.get(tag, 0) for tag in all_of | any_of}
         if _query_per_row(simple, _Counts(common, candidates)):
             if marker is not None and self._ranged(resource_id):
                 common = self._after_marker(common, marker, connection)
             if _query_per_row(simple, _Counts(common, candidates)):
-                return common
+                return common, None
         if all_of or not not_all_of:
-            return None
+            return None, None
         cautious = self._estimated_counts(all_of, any_of, statistics, connection)
-        return None if _more_than(cautious, any_of, PROBED_BESIDE_NOT_ANY_MAX) else common
+        return (None if _more_than(cautious, any_of, PROBED_BESIDE_NOT_ANY_MAX) else common), None
 
     def _ranged(self, resource_id: sa.ColumnElement) -> bool:
         """Whether a marker's range goes inside the tag subqueries: *resource_id* sorts as the tag table's ids."""
@@ -660,17 +683,25 @@ class TagStore:
         others keep the previous ones.
         """
         _check_connection(connection)
+        return self._statistics_and_sets(connection)[0]
+
+    def _statistics_and_sets(self, connection: sa.Connection | None) -> tuple[TagStatistics | None, TagSets | None]:
+        """:meth:`tag_statistics` and the tag set table where it is kept in step, read together.
+
+        Counts on PostgreSQL come only from these statistics: without
+        counts the set form is never chosen.
+        """
         if not self._postgresql:
-            return None
-        statistics, _, expires = self._statistics
+            return None, None
+        statistics, sets, expires = self._statistics
         if expires > time.monotonic() or not self._statistics_refresh.acquire(blocking=False):
-            return statistics
+            return statistics, sets
         try:
             statistics, sets = self._read_statistics(connection)
             self._statistics = (statistics, sets, time.monotonic() + self.statistics_ttl)
         finally:
             self._statistics_refresh.release()
-        return statistics
+        return statistics, sets
 
     def _read_statistics(self, connection: sa.Connection | None) -> tuple[TagStatistics | None, TagSets | None]:
         """The statistics, and the tag set table if it is kept in step (read with them, as rarely).
@@ -688,17 +719,6 @@ class TagStore:
             LOG.warning("Could not read whether the tag set table is in step: %s", sql.error_summary(exc))
             sets = None
         return statistics, sets
-
-    def _sets(self, counts: dict[str, int] | None) -> TagSets | None:
-        """The tag set table where the SQL may use it: PostgreSQL's counts were read, and with them that it is in step.
-
-        Counts on PostgreSQL come only after :meth:`tag_statistics`, which
-        read the set table's state with the statistics; without counts the
-        set form is never chosen.
-        """
-        if not (self._postgresql and counts is not None):
-            return None
-        return self._statistics[1]
 
     def _read_on(self, connection: sa.Connection | None, read):
         """*read(conn)* on *connection*, left as it was (a savepoint inside its transaction), or on the store's own.

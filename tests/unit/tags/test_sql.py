@@ -40,6 +40,7 @@ from tenancy_mw.tags.sql import (
     PROBED_BESIDE_NOT_ANY_MAX,
     PROBED_BESIDE_NOT_ANY_MIDDLING_MAX,
     PROBED_REQUIRED_MAX,
+    SETS_BESIDE_NOT_ANY_FACTOR,
     SETS_REQUIRED_MAX,
     TAG_COUNT_CAP,
     TagStatistics,
@@ -1435,3 +1436,33 @@ def test_beside_a_not_tags_any_and_a_common_required_tag_the_tag_sets_serve_but_
     # Such a later page still takes the sets by the share rule where its tags keep enough.
     dense = {"r": 500_000, "a": 300_000, "b": 300_000}
     assert _form_with_sets(query, dense, 62_000, marker="m") == "sets"
+
+
+def test_a_first_page_of_few_candidates_beside_a_not_tags_any_takes_the_tag_sets_where_few_pass_their_index():
+    query = "tags=r&tags-any=a,b&not-tags-any=c,d"
+    # r on 16 % and a or b on 9 %: 14,400 sets pass the index; per row over fewer than half as many candidates.
+    counts = {"r": 160_000, "a": 60_000, "b": 30_000}
+    passing = 14_400
+    assert passing == 160_000 * 90_000 // 1_000_000
+    bound = passing // SETS_BESIDE_NOT_ANY_FACTOR
+    assert _form_with_sets(query, counts, bound) == "sets"
+    assert _form_with_sets(query, counts, bound - 1) == "per-row"
+    # The rule comes before the per-row form, whose counts these are (r on over PER_ROW_REQUIRED_FACTOR times them).
+    assert _form_with_sets(query, counts, bound - 1, resources=None) == "per-row"
+    assert _form_with_sets(query, counts, bound, resources=None) == "per-row"
+    # Tags-any tags counted 0 pass no sets, whatever the candidates (the store counts such tags cautiously).
+    rare = {"r": 80_000, "a": 0, "b": 0}
+    assert _form_with_sets(query, rare, 250) == "sets"
+    assert _form_with_sets(query, rare, 250, resources=None) == "semi-join"
+    # Not on a later page, not without a not-tags-any, not beside a rare required tag.
+    assert _form_with_sets(query, counts, bound, marker="m") != "sets"
+    assert _form_with_sets("tags=r&tags-any=a,b&not-tags=c", counts, bound) != "sets"
+    assert _form_with_sets(query, {**counts, "r": PROBED_REQUIRED_MAX}, PER_ROW_CANDIDATES_MAX) != "sets"
+    # Not for a count not known: r with a or b would pass 6,030 sets were b at TAG_COUNT_CAP, under 20,000.
+    few = {"r": 30_000, "a": 1_000, "b": 1_000}
+    assert _form_with_sets(query, few, 10_000) == "sets"
+    assert _form_with_sets(query, {"r": 30_000, "a": 1_000}, 10_000) != "sets"
+    assert _form_with_sets(query, {**few, "b": TAG_COUNT_CAP}, 10_000) != "sets"
+    # No candidates, an empty set table: the other forms, no division by nothing.
+    assert _form_with_sets(query, few, 0, resources=0) != "sets"
+    assert _form_with_sets(query, few, 0) != "sets"

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from tenancy_mw import migrations
 from tenancy_mw.core import sql
 from tenancy_mw.tags.model import InvalidTag, parse_tag_query
-from tenancy_mw.tags.sets import SYNC_TRIGGER
+from tenancy_mw.tags.sets import SYNC_TRIGGER, TAG_SETS, TagSets
 from tenancy_mw.tags.sql import (
     DRIVEN_REQUIRED_MAX,
     GROUPED_ANY_SMALL,
@@ -55,9 +55,9 @@ def pg_store(make_database):
     tag_store.close()
 
 
-def _given_statistics(tag_store: TagStore, statistics: TagStatistics) -> None:
-    """Make *tag_store* hold *statistics* as if just read from pg_stats, and no tag set table (the other forms)."""
-    tag_store._statistics = (statistics, None, float("inf"))
+def _given_statistics(tag_store: TagStore, statistics: TagStatistics, sets: TagSets | None = None) -> None:
+    """Make *tag_store* hold *statistics* as if just read from pg_stats, and *sets* (none: the other forms)."""
+    tag_store._statistics = (statistics, sets, float("inf"))
 
 
 def test_add_check_remove(store):
@@ -306,14 +306,14 @@ def test_statistics_are_reused_for_statistics_ttl_seconds(migrated_url):
         fresh.close()
 
 
-def _form(store, query_string, statistics, candidates=10**7, marker=None):
-    """The form of tags-any the store takes on PostgreSQL over a large collection, given these statistics.
+def _form(store, query_string, statistics, candidates=10**7, marker=None, sets=None):
+    """The form of tags-any the store takes on PostgreSQL over a large collection, given these statistics and *sets*.
 
     After *marker*, on an id column that sorts as the tag table's (its range goes inside the subqueries).
     """
     from sqlalchemy.dialects import postgresql
 
-    _given_statistics(store, statistics)
+    _given_statistics(store, statistics, sets)
     servers = sa.table("servers", sa.column("id", sql.ExactString(40) if marker else None))
     condition = store.where(parse_tag_query(query_string), servers.c.id, candidates, marker=marker)
     return form_of(str(condition.compile(dialect=postgresql.dialect())))
@@ -510,6 +510,31 @@ def test_few_candidates_beside_sets_the_statistics_show_large_are_checked_per_ro
         # Statistics gathered before too many rows changed: none count.
         stale = TagStatistics(common, other=1_000, changed=GROUPED_ANY_SMALL + 1)
         assert _form(tag_store, "tags-any=large,mid", stale, 4_000) == "semi-join"
+    finally:
+        tag_store.close()
+
+
+def test_a_first_page_of_few_candidates_beside_a_not_tags_any_takes_the_tag_sets_where_few_pass(migrated_url):
+    """combined on a tenant's page: the sets where at most twice the candidates pass their index, else per row."""
+    if not migrated_url.startswith("postgresql"):
+        return  # only PostgreSQL keeps tag sets
+    tag_store = TagStore(migrated_url)
+    try:
+        common = {"big": 500_000, "large": 150_000, "mid": 60_000, "least": 7_000}
+        statistics = TagStatistics(common, other=1_000, changed=0)
+        sets = TagSets(TAG_SETS, 1_000_000)
+        # large with mid or least: 150,000 x 67,000 / 1,000,000 = 10,050 sets pass the index.
+        query = "tags=large&tags-any=mid,least&not-tags-any=a,b"
+        assert _form(tag_store, query, statistics, 5_025, sets=sets) == "sets"
+        assert _form(tag_store, query, statistics, 5_024, sets=sets) == "per-row"
+        # Not where the sets are not kept in step.
+        assert _form(tag_store, query, statistics, 5_025) == "per-row"
+        # Tags-any tags outside the common ones count as the least common, 7,000
+        # each: 150,000 x 14,000 / 1,000,000 = 2,100 sets, so over 1,050 candidates.
+        rare_any = "tags=large&tags-any=x,y&not-tags-any=a,b"
+        assert _form(tag_store, rare_any, statistics, 1_050, sets=sets) == "sets"
+        assert _form(tag_store, rare_any, statistics, 1_049, sets=sets) == "semi-join"
+        assert _form(tag_store, "tags=large&tags-any=x,y&not-tags=a", statistics, 4_000, sets=sets) == "semi-join"
     finally:
         tag_store.close()
 
