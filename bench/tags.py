@@ -573,7 +573,7 @@ def _time_pages(conn, engine, pages: dict, repeats: int, what: str) -> tuple[dic
     The statements take turns in the orders of :func:`balanced_orders`, so
     a slower spell of the machine falls on all of them, and within a run
     each follows every other as often over a whole cycle of those orders
-    (21 runs are a cycle and a part: nearly as often): on PostgreSQL's
+    (21 runs are whole cycles and a part: nearly as often): on PostgreSQL's
     128 MB of ``shared_buffers`` a statement is faster after one that read
     the same pages (the same SQL timed in two places of a fixed turn: 42.7
     against 28.8 ms).  Forms

@@ -430,7 +430,8 @@ PER_ROW_ANY_ALONE_FACTOR = 10
 #: ``combined`` over ~16,000 (``tag0004``, 165,000 rows, about 10 times) 43
 #: ms against 103, at the edge (165,333 by the statistics, 16,213
 #: candidates by the planner): an estimate 2 % off the other way gives that
-#: page the semi-join again.
+#: page the semi-join again, but where the tag sets are kept in step,
+#: whose rule takes it either way (:data:`SETS_BESIDE_NOT_ANY_FACTOR`).
 PER_ROW_REQUIRED_FACTOR = 10
 #: On MySQL/MariaDB, given counts, ``tags-any`` with no tag excluded (alone
 #: or beside required tags) is one semi-join
@@ -509,8 +510,9 @@ SETS_DENSE_MIN_MATCHES = 2_000
 #: about 14,700 sets, over ~4,000, ~7,800, ~11,700 and ~16,000 candidates
 #: 20.8, 21.4, 21.9 and 22.9 ms against 10.9, 21.5 and 32.3 per row and
 #: 72.5 for the semi-join the store took on the last; ``combined rare``,
-#: about 1,200 sets by those counts, over ~1,000 to ~16,000, 2.1 to 3.9 ms
-#: against 4.8 to 17.6 for the semi-join).  Over more candidates such a query always
+#: about 1,200 sets by those counts, over ~4,000 to ~16,000, 2.7 to 3.9 ms
+#: against 17.2 to 17.9 for the semi-join; over ~1,000 those counts keep
+#: the semi-join, 4.8 ms against 2.1).  Over more candidates such a query always
 #: takes the sets (:func:`_by_tag_sets`).
 SETS_BESIDE_NOT_ANY_FACTOR = 2
 #: On PostgreSQL, with the tag set table, a first page over more than

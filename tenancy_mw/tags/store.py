@@ -62,8 +62,9 @@ give that form, the whole table's decide between it and the semi-join.  A
 tenant's own list passes no *candidates*, and nothing is read there.  On
 MySQL/MariaDB, for a ``tags-any`` beside no excluded tag, the counts are its
 own estimate of each tag's rows after the marker (one ``EXPLAIN`` per tag),
-whatever *candidates*.  With PostgreSQL's counts, the store passes the tag
-set table where its triggers keep it in step
+whatever *candidates*.  With PostgreSQL's counts (but the per-row form's,
+and those for a ``tags-any`` without required tags over few candidates),
+the store passes the tag set table where its triggers keep it in step
 (:func:`tenancy_mw.tags.sets.read_tag_sets`, read with the statistics and as
 rarely).
 
@@ -236,6 +237,26 @@ def _autocommits(connection: sa.Connection) -> bool:
         return True
     # The engine's isolation_level shows only here (SQLAlchemy 2.x).
     return bool(getattr(connection, "_is_autocommit_isolation", lambda: False)())
+
+
+def _ceiling(statistics: TagStatistics) -> int:
+    """The most rows a tag outside the *statistics*' common ones is on: the least common's, or their estimate."""
+    return max(statistics.other, min(statistics.common.values(), default=0))
+
+
+def _cautious_counts(all_of: frozenset, any_of: frozenset, statistics: TagStatistics) -> dict[str, int]:
+    """The *statistics*' counts of the required and ``tags-any`` tags, those outside the common ones taken cautiously.
+
+    A tag outside the common ones is on at most as many rows as the least
+    common of them (:func:`_ceiling`): that bound for a ``tags-any`` tag
+    (the grouped form reads them all, the tag sets test them all); for a
+    required tag, rare (the page is then found from its rows: driven, or
+    one ``EXISTS`` per tag).
+    """
+    ceiling = _ceiling(statistics)
+    counts = {tag: statistics.common.get(tag, ceiling) for tag in any_of}
+    counts.update((tag, statistics.common.get(tag, 0)) for tag in all_of)
+    return counts
 
 
 def _check_connection(connection: object) -> None:
@@ -585,10 +606,11 @@ class TagStore:
         all_of, any_of, _, not_all_of = simple
         statistics, sets = read
         marker, resource_id = page
-        if all_of and not_all_of and sets is not None and marker is None:
+        if all_of and not_all_of and sets is not None and marker is None and candidates > 0:
             # The tag sets where few pass their index (SETS_BESIDE_NOT_ANY_FACTOR),
-            # before the per-row form, as the SQL weighs them.
-            cautious = self._estimated_counts(all_of, any_of, statistics, connection)
+            # before the per-row form, as the SQL weighs them.  Nothing read:
+            # a required tag outside the common ones counts as rare, no sets.
+            cautious = _cautious_counts(all_of, any_of, statistics)
             if _by_tag_sets(simple, _Counts(cautious, candidates), sets.rows, first_page=True):
                 return cautious, sets
         # No sets beside the counts below: a tag they count 0 may be large.
@@ -629,15 +651,12 @@ class TagStore:
 
         *all_of* and *any_of*: the required and ``tags-any`` tags of the
         simplified query (only a ``tags-any`` of two tags or more has forms
-        to choose from).
+        to choose from).  :func:`_cautious_counts`, and where their bound for
+        a tag outside the common ones is over ``PROBED_REQUIRED_MAX``, the
+        required tags outside them counted (:meth:`_required_outside`).
         """
-        # A tag outside the common ones is on at most as many rows as the
-        # least common of them: that bound for a tags-any tag (the grouped
-        # form reads them all); for a required tag, rare (the page is then
-        # found from its rows: driven, or one EXISTS per tag).
-        ceiling = max(statistics.other, min(statistics.common.values(), default=0))
-        counts = {tag: statistics.common.get(tag, ceiling) for tag in any_of}
-        counts.update((tag, statistics.common.get(tag, 0)) for tag in all_of)
+        counts = _cautious_counts(all_of, any_of, statistics)
+        ceiling = _ceiling(statistics)
         if ceiling > PROBED_REQUIRED_MAX:
             counts.update(self._required_outside(all_of - statistics.common.keys(), ceiling, connection))
         return counts
