@@ -576,8 +576,8 @@ def _time_pages(conn, engine, pages: dict, repeats: int, what: str) -> tuple[dic
     (21 runs are whole cycles and a part: nearly as often): on PostgreSQL's
     128 MB of ``shared_buffers`` a statement is faster after one that read
     the same pages (the same SQL timed in two places of a fixed turn: 42.7
-    against 28.8 ms).  Forms
-    that are the same SQL are timed once and share those runs.
+    against 28.8 ms).  Forms that are the same SQL are timed once and share
+    those runs.
     """
     texts = {
         label: str(statement.compile(engine, compile_kwargs={"literal_binds": True})).replace("%", "%%")

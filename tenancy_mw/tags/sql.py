@@ -512,8 +512,8 @@ SETS_DENSE_MIN_MATCHES = 2_000
 #: 72.5 for the semi-join the store took on the last; ``combined rare``,
 #: about 1,200 sets by those counts, over ~4,000 to ~16,000, 2.7 to 3.9 ms
 #: against 17.2 to 17.9 for the semi-join; over ~1,000 those counts keep
-#: the semi-join, 4.8 ms against 2.1).  Over more candidates such a query always
-#: takes the sets (:func:`_by_tag_sets`).
+#: the semi-join, 4.8 ms against 2.1).  Over more candidates such a query
+#: takes the sets on every first page (:func:`_by_tag_sets`).
 SETS_BESIDE_NOT_ANY_FACTOR = 2
 #: On PostgreSQL, with the tag set table, a first page over more than
 #: :data:`PER_ROW_CANDIDATES_MAX` candidates beside a counted required tag
