@@ -343,7 +343,7 @@ class TagQuery(NamedTuple):
             ordered by *resource_id*, ascending); the condition then holds
             only for the ids after it.
         :param limit: the page's size (the statement's ``LIMIT``), when
-            known; it may shape PostgreSQL's SQL of a later page, never the
+            known; it may shape PostgreSQL's SQL of the page, never the
             rows found.
         :param sets: the tag set table and its rows, only while its
             triggers keep it in step (:func:`tenancy_mw.tags.sets.read_tag_sets`);

@@ -88,7 +88,8 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   (not on a later page of fewer than ``GROUPED_MIN_CANDIDATES``) and on a
   first page over fewer, where the counts are known and the sets expected
   to pass the set index are at most :data:`SETS_BESIDE_NOT_ANY_FACTOR`
-  times the candidates (there before the per-row form): **one test
+  times the candidates or :data:`SETS_BESIDE_NOT_ANY_MIN_MATCHES` (there
+  before the per-row form): **one test
   of each resource's set**, ``resource_id IN (SELECT ... FROM
   tenancy_mw_tag_sets WHERE tags @> ... AND tags && ...)``, a marker's
   range inside and beside it; **its matches first** (the same subquery
@@ -97,7 +98,10 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   candidates) where few sets pass: beside a required tag with a count,
   over more than ``PER_ROW_CANDIDATES_MAX`` candidates, on a first page
   where the required and ``tags-any`` tags are expected together on at
-  most :data:`SETS_MATCHES_FIRST_MAX` resources, and on a later page of
+  most :data:`SETS_MATCHES_FIRST_MAX` resources (but one ``EXISTS`` per
+  tag where, given the page's *limit* and neither an excluded tag nor a
+  ``not-tags-any``, it fills the page from fewer of the required tag's
+  rows), and on a later page of
   fewer than ``GROUPED_MIN_CANDIDATES`` beside a ``not-tags-any`` and a
   required tag on more than ``PROBED_REQUIRED_MAX`` rows after the
   marker (its range inside), in place of one ``EXISTS`` per tag, on at
@@ -162,6 +166,7 @@ __all__ = [
     "PROBED_BESIDE_NOT_ANY_MIDDLING_MAX",
     "PROBED_REQUIRED_MAX",
     "SETS_BESIDE_NOT_ANY_FACTOR",
+    "SETS_BESIDE_NOT_ANY_MIN_MATCHES",
     "SETS_DENSE_MIN_MATCHES",
     "SETS_DENSE_MIN_SHARE",
     "SETS_MATCHES_FIRST_LATER_MAX",
@@ -511,10 +516,23 @@ SETS_DENSE_MIN_MATCHES = 2_000
 #: 20.8, 21.4, 21.9 and 22.9 ms against 10.9, 21.5 and 32.3 per row and
 #: 72.5 for the semi-join the store took on the last; ``combined rare``,
 #: about 1,200 sets by those counts, over ~4,000 to ~16,000, 2.7 to 3.9 ms
-#: against 17.2 to 17.9 for the semi-join; over ~1,000 those counts keep
-#: the semi-join, 4.8 ms against 2.1).  Over more candidates such a query
-#: takes the sets on every first page (:func:`_by_tag_sets`).
+#: against 17.2 to 17.9 for the semi-join; over ~1,000 this factor alone
+#: keeps the semi-join: :data:`SETS_BESIDE_NOT_ANY_MIN_MATCHES`).  Over more candidates such a
+#: query takes the sets on every first page (:func:`_by_tag_sets`).
 SETS_BESIDE_NOT_ANY_FACTOR = 2
+#: ... or at most this many sets, whatever the candidates: so few cost the
+#: set index little, while the semi-join a store falls back on there
+#: probes each candidate for the ``not-tags-any`` (``bench/tags.py``'s
+#: data, 21 runs each in balanced orders, 28 November 2026, on a machine
+#: about 1.9 times slower than the one of the numbers above:
+#: ``combined rare``, about 1,270 sets by that load's cautious counts and
+#: 410 in fact, over ~4, ~60 and ~250 candidates 0.6, 0.7 and 1.2 ms
+#: against 0.8, 1.0 and 3.0 for the straightforward SQL, 1.1, 1.4 and 2.6
+#: for the semi-join and 0.6, 0.6 and 1.1 per row; ``tag0008`` beside
+#: ``tag0060,tag0090``, about 1,700 sets: 0.6, 1.1 and 1.7 against 0.7,
+#: 1.6 and 2.6 straightforward and 0.5, 1.0 and 1.8 per row, the form
+#: the store took before).
+SETS_BESIDE_NOT_ANY_MIN_MATCHES = 2_000
 #: On PostgreSQL, with the tag set table, a first page over more than
 #: :data:`PER_ROW_CANDIDATES_MAX` candidates beside a counted required tag
 #: and a ``tags-any`` whose tags together are expected on at most this many
@@ -527,9 +545,12 @@ SETS_BESIDE_NOT_ANY_FACTOR = 2
 #: matches, over ~250,000 candidates 9.4 ms against 46.0 for the
 #: straightforward SQL and 11.8 for the plain set form;
 #: ``tags=tag0020&tags-any=tag0006,tag0009``, about 6,300, 16.7 against 43.7
-#: and 33.4).  About 7,500 over the whole collection is where it stops
-#: paying: ``tags=tag0020&tags-any=tag0005,tag0008`` 53.5 ms against 37.4,
-#: where the straightforward SQL fills its page early.
+#: and 33.4).  Where the caller gives the page's limit, one ``EXISTS`` per
+#: tag instead, beside neither an excluded tag nor a ``not-tags-any``, where it fills the page from fewer
+#: of the required tag's rows than the sets expected to match
+#: (:func:`_fills_from_required`): ``tags=tag0020&tags-any=tag0005,tag0008``
+#: over the whole collection, about 4,600 rows to read against 7,200
+#: matches, 37.4 ms against 53.5 found first.
 SETS_MATCHES_FIRST_MAX = 8_000
 #: ... and a later page of a list of fewer than :data:`GROUPED_MIN_CANDIDATES`
 #: beside a ``not-tags-any`` and a required tag on more than
@@ -672,7 +693,7 @@ def tag_condition(
         by *resource_id*, ascending): the condition then holds only for ids
         after it, and the tag subqueries start there too where they can
         (the module doc, "a *marker*").
-    :param limit: the page's ``LIMIT``, when known (on PostgreSQL it may shape a later page's SQL, not its rows).
+    :param limit: the page's ``LIMIT``, when known (on PostgreSQL it may shape the page's SQL, not its rows).
     :param sets: the tag set table and its rows
         (:func:`~tenancy_mw.tags.sets.read_tag_sets`), only while its
         triggers keep it in step with *tags* (PostgreSQL 12 or later): with
@@ -728,9 +749,12 @@ def _paged_condition(
         # range makes later pages up to a hundred times faster.
         outside, _ = _clauses(table, page._replace(inside=False), simple, counts)
         forms["mysql"] = sa.and_(*outside)
-    if sets is not None and (form := _tag_sets_form(simple, counts, sets.rows, page)):
+    form = _tag_sets_form(simple, counts, sets.rows, page) if sets is not None else None
+    if form == "per-tag":
+        forms["postgresql"] = sa.and_(*_clauses(table, page._replace(per_tag=True), simple, counts)[0])
+    elif form and sets is not None:
         # Before the per-row form: over its few candidates the sets are
-        # taken only where few pass the set index (SETS_BESIDE_NOT_ANY_FACTOR).
+        # taken only where few pass the set index (SETS_BESIDE_NOT_ANY_FACTOR, _MIN_MATCHES).
         forms["postgresql"] = _in_tag_sets(sets.table, page, simple, matches_first=form == "matched")
     elif _query_per_row(simple, counts):
         # PostgreSQL: few candidates beside large sets (PER_ROW_CANDIDATES_MAX).
@@ -748,8 +772,9 @@ def _by_tag_sets(simple: tuple, counts: _Counts, resources: int, *, first_page: 
     required tag on more than :data:`PROBED_REQUIRED_MAX` rows, on a
     *first_page* or over at least ``GROUPED_MIN_CANDIDATES``, and on a
     first page over fewer where, the counts known, at most
-    :data:`SETS_BESIDE_NOT_ANY_FACTOR` times the candidates are expected
-    to pass the set index; and over
+    :data:`SETS_BESIDE_NOT_ANY_FACTOR` times the candidates (or
+    :data:`SETS_BESIDE_NOT_ANY_MIN_MATCHES`) are expected to pass the set
+    index; and over
     more than ``PER_ROW_CANDIDATES_MAX``, where the required and ``tags-any``
     tags together keep at least :data:`SETS_DENSE_MIN_SHARE` of the
     resources (the larger of *resources* and the candidates), and that
@@ -774,7 +799,8 @@ def _by_tag_sets(simple: tuple, counts: _Counts, resources: int, *, first_page: 
         if not (beside_not_any and first_page and candidates > 0):
             return False
         passing = _expected_matches(all_of, any_of, tags, max(resources, candidates))
-        return passing is not None and passing <= SETS_BESIDE_NOT_ANY_FACTOR * candidates
+        most = max(SETS_BESIDE_NOT_ANY_FACTOR * candidates, SETS_BESIDE_NOT_ANY_MIN_MATCHES)
+        return passing is not None and passing <= most
     if beside_not_any and (first_page or candidates >= GROUPED_MIN_CANDIDATES):
         return True
     share = _positive_share(all_of, any_of, tags, max(resources, candidates))
@@ -782,7 +808,7 @@ def _by_tag_sets(simple: tuple, counts: _Counts, resources: int, *, first_page: 
 
 
 def _tag_sets_form(simple: tuple, counts: _Counts, resources: int, page: _Page) -> str | None:
-    """The tag set form PostgreSQL takes on *page*: ``"matched"`` (the matches first), ``"sets"``, or ``None``.
+    """PostgreSQL's form on *page* where the tag sets are kept: ``"matched"``, ``"sets"``, ``"per-tag"``, or ``None``.
 
     The matches first (:func:`_matches_first`) before the plain set form
     (:func:`_by_tag_sets`), but over at least half the set table's
@@ -790,13 +816,51 @@ def _tag_sets_form(simple: tuple, counts: _Counts, resources: int, page: _Page) 
     planner fills the page early from the sets in id order (``bench/tags.py
     --sweep``, ``tags=tag0040&tags-any=tag0008,tag0012`` over the whole
     collection: 9.9 ms, and 13.5 found first in a sweep without this rule).
+    One ``EXISTS`` per tag (``"per-tag"``) in place of the matches first
+    where it fills the page sooner (:func:`_fills_from_required`);
+    ``None``: the other forms' rules decide.
     """
     plain = _by_tag_sets(simple, counts, resources, first_page=page.marker is None)
     if plain and counts.candidates is not None and 2 * counts.candidates >= resources:
         return "sets"
     if _matches_first(simple, counts, resources, page):
-        return "matched"
+        return "per-tag" if _fills_from_required(simple, counts, resources, page) else "matched"
     return "sets" if plain else None
+
+
+def _fills_from_required(simple: tuple, counts: _Counts, resources: int, page: _Page) -> bool:
+    """Whether one ``EXISTS`` per tag fills a first *page* from fewer required-tag rows than the sets that match.
+
+    PostgreSQL reads the rarest required tag's rows in id order and probes
+    each for the rest, until the page's *limit* is found: about *limit*
+    over the share of those rows that are candidates and pass the rest
+    (the other required tags and a ``tags-any`` tag, the tags taken as
+    independent: the expected matches over the rarest tag's rows).  The
+    matches first read every set that matches, whatever the page.  Only on
+    a first page of known *limit* beside no ``not-tags-any`` or excluded
+    tag (probed on each row read, they would thin it further than counted).
+
+    Example::
+
+        >>> first = _Page(sa.column("id"), None, limit=1000)
+        >>> simple = (frozenset({"a"}), frozenset({"b", "c"}), frozenset(), frozenset())
+        >>> _fills_from_required(simple, _Counts({"a": 33_000, "b": 120_000, "c": 99_000}, 10**6), 10**6, first)
+        True
+        >>> _fills_from_required(simple, _Counts({"a": 33_000, "b": 120_000, "c": 99_000}, 500_000), 10**6, first)
+        False
+    """
+    all_of, any_of, none_of, not_all_of = simple
+    tags, candidates = counts
+    if page.marker is not None or page.limit is None or none_of or not_all_of or tags is None or not candidates:
+        return False
+    resources = max(resources, candidates)
+    matches = _expected_matches(all_of, any_of, tags, resources)
+    rarest = _rarest(tags, all_of)
+    if not matches or not rarest:
+        return False
+    # Read until the page fills (or every row of the rarest tag, more than the matches).
+    share = matches / rarest * candidates / resources
+    return page.limit / share < matches
 
 
 def _matches_first(simple: tuple, counts: _Counts, resources: int, page: _Page) -> bool:
@@ -952,6 +1016,8 @@ class _Page(NamedTuple):
     per_row: bool = False
     #: The page's size, when the caller gives it.
     limit: int | None = None
+    #: Whether PostgreSQL's ``tags-any`` is one ``EXISTS`` per tag, whatever the counts (:func:`_fills_from_required`).
+    per_tag: bool = False
 
     def rows_of(self, alias: sa.FromClause) -> list[sa.ColumnElement]:
         """The conditions tying *alias*'s rows to the caller's row, the marker's among them."""
@@ -1127,6 +1193,8 @@ def _postgresql_form(
     the form is an ``IN`` of ids found in the tag table (driven or grouped).
     """
     tags, candidates = counts
+    if page.per_tag:
+        return per_tag, False
     if tags is None or candidates is None:
         return semi_join, False
     form = _postgresql_form_name(all_of, any_of, tags, candidates, beside_not_any, ranged=page.ranged, limit=page.limit)

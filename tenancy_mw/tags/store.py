@@ -34,7 +34,8 @@ SQL (:func:`tenancy_mw.tags.sql.tag_condition`).  On PostgreSQL, for a
 statistics' most common tags (any other counts 0) where they give the
 per-row form; before it, on a first page beside a ``not-tags-any`` and a
 required tag, the cautious ones below where they give the tag set form
-(:data:`~tenancy_mw.tags.sql.SETS_BESIDE_NOT_ANY_FACTOR`; the sets are
+(:data:`~tenancy_mw.tags.sql.SETS_BESIDE_NOT_ANY_FACTOR`,
+:data:`~tenancy_mw.tags.sql.SETS_BESIDE_NOT_ANY_MIN_MATCHES`; the sets are
 passed with no other counts there); else, for one without required tags
 beside a ``not-tags-any``, counts that keep the form the cautious ones
 below give.  Given more than
@@ -599,7 +600,8 @@ class TagStore:
         ``PROBED_BESIDE_NOT_ANY_MAX`` rows, the semi-join (``None``) beyond;
         never counts that give the per-row form.  On a first page where the
         tag set table is in step, the cautious counts where they give its
-        form (:data:`~tenancy_mw.tags.sql.SETS_BESIDE_NOT_ANY_FACTOR`): a
+        form (:data:`~tenancy_mw.tags.sql.SETS_BESIDE_NOT_ANY_FACTOR`,
+        :data:`~tenancy_mw.tags.sql.SETS_BESIDE_NOT_ANY_MIN_MATCHES`): a
         ``tags-any`` tag outside the common ones counts as many rows as the
         least common, so the sets expected to pass are not read low.
         """
@@ -607,7 +609,7 @@ class TagStore:
         statistics, sets = read
         marker, resource_id = page
         if all_of and not_all_of and sets is not None and marker is None and candidates > 0:
-            # The tag sets where few pass their index (SETS_BESIDE_NOT_ANY_FACTOR),
+            # The tag sets where few pass their index (SETS_BESIDE_NOT_ANY_FACTOR, _MIN_MATCHES),
             # before the per-row form, as the SQL weighs them.  Nothing read:
             # a required tag outside the common ones counts as rare, no sets.
             cautious = _cautious_counts(all_of, any_of, statistics)

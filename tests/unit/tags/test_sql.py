@@ -41,6 +41,7 @@ from tenancy_mw.tags.sql import (
     PROBED_BESIDE_NOT_ANY_MIDDLING_MAX,
     PROBED_REQUIRED_MAX,
     SETS_BESIDE_NOT_ANY_FACTOR,
+    SETS_BESIDE_NOT_ANY_MIN_MATCHES,
     SETS_REQUIRED_MAX,
     TAG_COUNT_CAP,
     TagStatistics,
@@ -1244,12 +1245,13 @@ def test_the_driven_forms_required_tags_start_at_the_marker_too():
 
 
 def _form_with_sets(
-    query_string: str, counts: dict, candidates: int, resources: int | None = 1_000_000, marker=None
+    query_string: str, counts: dict, candidates: int, resources: int | None = 1_000_000, marker=None, limit=None
 ) -> str:
     """The form PostgreSQL gets given the tag set table of *resources* rows (``None``: no tag set table)."""
     sets = None if resources is None else TagSets(TAG_SETS, resources)
+    query = parse_tag_query(query_string)
     condition = tag_condition(
-        parse_tag_query(query_string), RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker, sets=sets
+        query, RESOURCES.c.id, TABLES.tags, counts, candidates, marker=marker, limit=limit, sets=sets
     )
     return form_of(str(sa.select(RESOURCES.c.id).where(condition).compile(dialect=postgresql.dialect())))
 
@@ -1350,6 +1352,52 @@ def test_few_expected_matches_beside_a_counted_required_tag_are_found_first_on_a
     # A tag left out of the counts or at TAG_COUNT_CAP ("at least"): its matches are not known.
     assert _form_with_sets("tags=r&tags-any=a,b", {"a": 100_000, "b": 90_000}, 250_000) != "matched"
     assert _form_with_sets("tags=r&tags-any=a,b", {**counts, "r": TAG_COUNT_CAP}, 250_000) != "matched"
+
+
+def test_a_first_page_that_fills_from_the_required_tags_first_rows_is_one_exists_per_tag_not_the_matches_first():
+    # r on 33,000 rows, a or b on 20 %: 6,600 expected matches, under SETS_MATCHES_FIRST_MAX.  Over the whole
+    # collection a page of 1,000 fills from about 5,000 of r's rows (1,000 / 0.2): fewer than the matches.
+    query = "tags=r&tags-any=a,b"
+    counts = {"r": 33_000, "a": 120_000, "b": 80_000}
+    assert _form_with_sets(query, counts, 1_000_000, limit=1000) == "per-tag"
+    # Without the page's limit, on half the collection (10,000 rows to read), or with a larger page: found first.
+    assert _form_with_sets(query, counts, 1_000_000) == "matched"
+    assert _form_with_sets(query, counts, 500_000, limit=1000) == "matched"
+    assert _form_with_sets(query, counts, 1_000_000, limit=1400) == "matched"
+    # The bound: 5,000 rows to read against r with a or b on 25,001 (5,000 matches) and 25,005 (5,001).
+    assert _form_with_sets(query, {**counts, "r": 25_001}, 1_000_000, limit=1000) == "matched"
+    assert _form_with_sets(query, {**counts, "r": 25_005}, 1_000_000, limit=1000) == "per-tag"
+    # Two required tags: r on 9 %, s on 10 %, a or b on 80 %: 7,200 matches.  A row of r passes the rest on
+    # 8 %, so 1,000 / 0.08 = 12,500 of its rows would be read (not 1,000 / 0.8): found first.
+    two = {"r": 90_000, "s": 100_000, "a": 500_000, "b": 300_000}
+    assert _form_with_sets("tags=r,s&tags-any=a,b", two, 1_000_000, limit=1000) == "matched"
+    assert _form_with_sets("tags=r,s&tags-any=a,b", two, 1_000_000, limit=500) == "per-tag"
+    # Not beside a not-tags-any or an excluded tag (probed on each row read).  r on 20,000 with a or b on 40 %
+    # over half the collection: 5,000 rows to read against 8,000 matches; the sets' own rules do not take it.
+    beside = {"r": 20_000, "a": 250_000, "b": 150_000}
+    assert _form_with_sets(query, beside, 499_999, limit=1000) == "per-tag"
+    assert _form_with_sets(query + "&not-tags-any=c,d", beside, 499_999, limit=1000) == "matched"
+    assert _form_with_sets(query + "&not-tags=c", counts, 1_000_000, limit=1000) != "per-tag"
+    # Nor on a later page (its rows after the marker are not what these counts say); asked directly, as the
+    # matches first come on a later page beside a not-tags-any only.
+    simple = (frozenset("r"), frozenset("ab"), frozenset(), frozenset())
+    whole = tags_sql._Counts(counts, 1_000_000)
+    first = tags_sql._Page(RESOURCES.c.id, None, limit=1000)
+    assert tags_sql._fills_from_required(simple, whole, 1_000_000, first)
+    assert not tags_sql._fills_from_required(simple, whole, 1_000_000, first._replace(marker="8"))
+
+
+def test_the_per_tag_form_of_a_page_filling_from_the_required_tag_is_one_plain_exists_per_tag():
+    query = parse_tag_query("tags=r&tags-any=a,b")
+    counts = {"r": 33_000, "a": 120_000, "b": 80_000}
+    sets = TagSets(TAG_SETS, 1_000_000)
+    chosen = tag_condition(query, RESOURCES.c.id, TABLES.tags, counts, 1_000_000, limit=1000, sets=sets)
+    compiled = chosen.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})
+    sql_text = " ".join(str(compiled).split())
+    # The straightforward SQL: r, then a or b, each an EXISTS on the caller's row; no sets, no grouping, no probing.
+    assert sql_text.count("EXISTS (") == 3
+    assert all(".tag = '%s'" % tag in sql_text for tag in "rab")
+    assert not any(part in sql_text for part in ("tenancy_mw_tag_sets", "GROUP BY", "OFFSET", " IN ("))
 
 
 def test_over_half_the_collection_the_plain_set_forms_rule_comes_before_the_matches_first():
@@ -1466,3 +1514,18 @@ def test_a_first_page_of_few_candidates_beside_a_not_tags_any_takes_the_tag_sets
     # No candidates, an empty set table: the other forms, no division by nothing.
     assert _form_with_sets(query, few, 0, resources=0) != "sets"
     assert _form_with_sets(query, few, 0) != "sets"
+
+
+def test_a_first_page_of_few_candidates_beside_a_not_tags_any_takes_the_tag_sets_where_at_most_a_floor_pass():
+    query = "tags=r&tags-any=a,b&not-tags-any=c,d"
+    # r on 10 % and a or b on 20,000 rows: 2,000 sets, SETS_BESIDE_NOT_ANY_MIN_MATCHES, over 250 candidates
+    # (a factor of SETS_BESIDE_NOT_ANY_FACTOR would allow 500); 20,010 rows: 2,001 sets, not.
+    counts = {"r": 100_000, "a": 12_000, "b": 8_000}
+    assert SETS_BESIDE_NOT_ANY_MIN_MATCHES == 100_000 * 20_000 // 1_000_000
+    assert _form_with_sets(query, counts, 250) == "sets"
+    assert _form_with_sets(query, {**counts, "b": 8_010}, 250) != "sets"
+    # Without the sets, those 250 candidates are checked per row (a or b on over PER_ROW_ANY_FACTOR times them).
+    assert _form_with_sets(query, counts, 250, resources=None) == "per-row"
+    # Still a first page only, and beside a common required tag only.
+    assert _form_with_sets(query, counts, 250, marker="m") != "sets"
+    assert _form_with_sets(query, {**counts, "r": PROBED_REQUIRED_MAX}, 250) != "sets"
