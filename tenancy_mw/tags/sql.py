@@ -101,7 +101,7 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   most :data:`SETS_MATCHES_FIRST_MAX` resources (but one ``EXISTS`` per
   tag where, given the page's *limit* and neither an excluded tag nor a
   ``not-tags-any``, it fills the page from fewer of the required tag's
-  rows), and on a later page of
+  rows than the sets expected to match), and on a later page of
   fewer than ``GROUPED_MIN_CANDIDATES`` beside a ``not-tags-any`` and a
   required tag on more than ``PROBED_REQUIRED_MAX`` rows after the
   marker (its range inside), in place of one ``EXISTS`` per tag, on at
@@ -517,14 +517,15 @@ SETS_DENSE_MIN_MATCHES = 2_000
 #: 72.5 for the semi-join the store took on the last; ``combined rare``,
 #: about 1,200 sets by those counts, over ~4,000 to ~16,000, 2.7 to 3.9 ms
 #: against 17.2 to 17.9 for the semi-join; over ~1,000 this factor alone
-#: keeps the semi-join: :data:`SETS_BESIDE_NOT_ANY_MIN_MATCHES`).  Over more candidates such a
-#: query takes the sets on every first page (:func:`_by_tag_sets`).
+#: keeps the semi-join: :data:`SETS_BESIDE_NOT_ANY_MIN_MATCHES`).  Over
+#: more candidates such a query takes the sets on every first page
+#: (:func:`_by_tag_sets`).
 SETS_BESIDE_NOT_ANY_FACTOR = 2
 #: ... or at most this many sets, whatever the candidates: so few cost the
 #: set index little, while the semi-join a store falls back on there
 #: probes each candidate for the ``not-tags-any`` (``bench/tags.py``'s
 #: data, 21 runs each in balanced orders, 28 November 2026, on a machine
-#: about 1.9 times slower than the one of the numbers above:
+#: about 1.85 times slower than the one of the numbers above:
 #: ``combined rare``, about 1,270 sets by that load's cautious counts and
 #: 410 in fact, over ~4, ~60 and ~250 candidates 0.6, 0.7 and 1.2 ms
 #: against 0.8, 1.0 and 3.0 for the straightforward SQL, 1.1, 1.4 and 2.6
@@ -546,11 +547,12 @@ SETS_BESIDE_NOT_ANY_MIN_MATCHES = 2_000
 #: straightforward SQL and 11.8 for the plain set form;
 #: ``tags=tag0020&tags-any=tag0006,tag0009``, about 6,300, 16.7 against 43.7
 #: and 33.4).  Where the caller gives the page's limit, one ``EXISTS`` per
-#: tag instead, beside neither an excluded tag nor a ``not-tags-any``, where it fills the page from fewer
-#: of the required tag's rows than the sets expected to match
-#: (:func:`_fills_from_required`): ``tags=tag0020&tags-any=tag0005,tag0008``
-#: over the whole collection, about 4,600 rows to read against 7,200
-#: matches, 37.4 ms against 53.5 found first.
+#: tag instead, beside neither an excluded tag nor a ``not-tags-any``,
+#: where it fills the page from fewer of the required tag's rows than the
+#: sets expected to match (:func:`_fills_from_required`;
+#: ``tags=tag0020&tags-any=tag0005,tag0008`` over the whole collection,
+#: about 4,600 rows to read against 7,200 matches, 37.7 ms against 55.2
+#: and 52.6 found first in the sweep before the rule).
 SETS_MATCHES_FIRST_MAX = 8_000
 #: ... and a later page of a list of fewer than :data:`GROUPED_MIN_CANDIDATES`
 #: beside a ``not-tags-any`` and a required tag on more than

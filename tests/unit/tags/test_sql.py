@@ -1364,7 +1364,7 @@ def test_a_first_page_that_fills_from_the_required_tags_first_rows_is_one_exists
     assert _form_with_sets(query, counts, 1_000_000) == "matched"
     assert _form_with_sets(query, counts, 500_000, limit=1000) == "matched"
     assert _form_with_sets(query, counts, 1_000_000, limit=1400) == "matched"
-    # The bound: 5,000 rows to read against r with a or b on 25,001 (5,000 matches) and 25,005 (5,001).
+    # The bound: 5,000 rows to read against r on 25,001 rows (5,000 matches) and on 25,005 (5,001).
     assert _form_with_sets(query, {**counts, "r": 25_001}, 1_000_000, limit=1000) == "matched"
     assert _form_with_sets(query, {**counts, "r": 25_005}, 1_000_000, limit=1000) == "per-tag"
     # Two required tags: r on 9 %, s on 10 %, a or b on 80 %: 7,200 matches.  A row of r passes the rest on
@@ -1373,7 +1373,8 @@ def test_a_first_page_that_fills_from_the_required_tags_first_rows_is_one_exists
     assert _form_with_sets("tags=r,s&tags-any=a,b", two, 1_000_000, limit=1000) == "matched"
     assert _form_with_sets("tags=r,s&tags-any=a,b", two, 1_000_000, limit=500) == "per-tag"
     # Not beside a not-tags-any or an excluded tag (probed on each row read).  r on 20,000 with a or b on 40 %
-    # over half the collection: 5,000 rows to read against 8,000 matches; the sets' own rules do not take it.
+    # over half the collection: 5,000 rows to read against 8,000 matches; below half, the matches first come
+    # before the plain sets' own rule (SETS_REQUIRED_MAX), which would take it.
     beside = {"r": 20_000, "a": 250_000, "b": 150_000}
     assert _form_with_sets(query, beside, 499_999, limit=1000) == "per-tag"
     assert _form_with_sets(query + "&not-tags-any=c,d", beside, 499_999, limit=1000) == "matched"
