@@ -1373,8 +1373,8 @@ def test_a_first_page_that_fills_from_the_required_tags_first_rows_is_one_exists
     assert _form_with_sets("tags=r,s&tags-any=a,b", two, 1_000_000, limit=1000) == "matched"
     assert _form_with_sets("tags=r,s&tags-any=a,b", two, 1_000_000, limit=500) == "per-tag"
     # Not beside a not-tags-any or an excluded tag (probed on each row read).  r on 20,000 with a or b on 40 %
-    # over half the collection: 5,000 rows to read against 8,000 matches; below half, the matches first come
-    # before the plain sets' own rule (SETS_REQUIRED_MAX), which would take it.
+    # over just under half the collection: 5,000 rows to read against 8,000 matches; below half, the matches
+    # first come before the plain sets' own rule (SETS_REQUIRED_MAX), which would take it.
     beside = {"r": 20_000, "a": 250_000, "b": 150_000}
     assert _form_with_sets(query, beside, 499_999, limit=1000) == "per-tag"
     assert _form_with_sets(query + "&not-tags-any=c,d", beside, 499_999, limit=1000) == "matched"
