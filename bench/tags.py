@@ -633,9 +633,10 @@ def _sweep_pages(engine, conn, query: TagQuery, candidates: int, marker: str | N
 
 
 def form_name(sql_text: str) -> str:
-    """The form of ``tags-any`` a statement holds: matched, sets, per-row, driven, grouped, semi or per-tag.
+    """The form of ``tags-any`` a statement holds: matched, merged, sets, per-row, driven, grouped, semi or per-tag.
 
-    Matched: the tag sets' matches first (``MATCHES_CTE``).
+    Matched: the tag sets' matches first (``MATCHES_CTE``).  Merged: the
+    tags' rows merged in id order (a ``UNION ALL`` of them).
 
     Semi: ``EXISTS ... tag IN``.
 
@@ -645,6 +646,8 @@ def form_name(sql_text: str) -> str:
     """
     if MATCHES_CTE in sql_text:
         return "matched"
+    if "UNION ALL" in sql_text:
+        return "merged"
     if "tenancy_mw_tag_sets" in sql_text:
         return "sets"
     if 0 < sql_text.count("EXISTS (") == sql_text.count("OFFSET 0"):

@@ -10,7 +10,7 @@ from tests.support.bench import bench_module
 
 
 def form_of(sql_text: str) -> str:
-    """The form read off *sql_text*: matched, sets, per-row, driven, grouped, semi-join or per-tag (``form_name``).
+    """The form of *sql_text* (``form_name``): matched, merged, sets, per-row, driven, grouped, semi-join or per-tag.
 
     Example::
 

@@ -1530,3 +1530,83 @@ def test_a_first_page_of_few_candidates_beside_a_not_tags_any_takes_the_tag_sets
     # Still a first page only, and beside a common required tag only.
     assert _form_with_sets(query, counts, 250, marker="m") != "sets"
     assert _form_with_sets(query, {**counts, "r": PROBED_REQUIRED_MAX}, 250) != "sets"
+
+
+def test_a_whole_collections_first_page_of_required_tags_and_a_tags_any_merges_their_rows_in_id_order():
+    query = "tags=r&tags-any=a,b"
+    # r on 170,000 rows, a or b on 62,000: 10,540 expected matches over a million.  A page of 1,000 spans
+    # 1,000 / 10,540 of the ids, so about 22,000 of the three tags' rows are read: at most 5 times the matches.
+    counts = {"r": 170_000, "a": 40_000, "b": 22_000}
+    assert _form_with_sets(query, counts, 1_000_000, limit=1000) == "merged"
+    # The factor's bound: r on R rows beside a or b on 100,000 reads 10,000 + 10**9 / R rows against R / 10
+    # matches, equal near R = 55,826.
+    bound = {"a": 60_000, "b": 40_000}
+    assert _form_with_sets(query, {**bound, "r": 55_850}, 1_000_000, limit=1000) == "merged"
+    assert _form_with_sets(query, {**bound, "r": 55_800}, 1_000_000, limit=1000) != "merged"
+    # The cap: r on 900,000 beside a or b on 17,000 reads 59,900 rows (5 x the matches: 76,500); on 16,000, 63,600.
+    assert _form_with_sets(query, {"r": 900_000, "a": 9_000, "b": 8_000}, 1_000_000, limit=1000) == "merged"
+    assert _form_with_sets(query, {"r": 900_000, "a": 8_000, "b": 8_000}, 1_000_000, limit=1000) != "merged"
+    # Half the set table's rows as candidates, and one fewer: a tenant's rows would spread the page far.
+    assert _form_with_sets(query, counts, 500_000, limit=1000) == "merged"
+    assert _form_with_sets(query, counts, 499_999, limit=1000) != "merged"
+    # Two required tags: their rows are read too (r and s on 60 %, a or b on 20 %: 72,000 matches).
+    two = {"r": 600_000, "s": 600_000, "a": 100_000, "b": 100_000}
+    assert _form_with_sets("tags=r,s&tags-any=a,b", two, 1_000_000, limit=1000) == "merged"
+
+
+def test_rows_are_merged_only_for_a_known_first_page_of_required_tags_and_a_tags_any_alone():
+    query = "tags=r&tags-any=a,b"
+    counts = {"r": 170_000, "a": 40_000, "b": 22_000}
+    assert _form_with_sets(query, counts, 1_000_000) != "merged"
+    assert _form_with_sets(query, counts, 1_000_000, limit=1000, marker="8") != "merged"
+    assert _form_with_sets(query, counts, 1_000_000, limit=1000, resources=None) != "merged"
+    assert _form_with_sets(query + "&not-tags=c", counts, 1_000_000, limit=1000) != "merged"
+    assert _form_with_sets(query + "&not-tags-any=c,d", counts, 1_000_000, limit=1000) != "merged"
+    assert _form_with_sets("tags-any=a,b", counts, 1_000_000, limit=1000) != "merged"
+    # A required tag that reads as rare (0), or one whose count is not known: the page's span is not known.
+    assert _form_with_sets(query, {**counts, "r": 0}, 1_000_000, limit=1000) != "merged"
+    assert _form_with_sets(query, {**counts, "r": TAG_COUNT_CAP}, 1_000_000, limit=1000) != "merged"
+    # An id column that sorts otherwise than the tag table's: no merge of the two orders.
+    simple = (frozenset("r"), frozenset("ab"), frozenset(), frozenset())
+    first = tags_sql._Page(RESOURCES.c.id, None, order="default", limit=1000)
+    whole = tags_sql._Counts(counts, 1_000_000)
+    assert tags_sql._merges(simple, whole, 1_000_000, first)
+    assert not tags_sql._merges(simple, whole, 1_000_000, first._replace(order=None))
+
+
+def test_the_merged_form_reads_each_tags_rows_in_its_own_ordered_subquery():
+    query = parse_tag_query("tags=r,s&tags-any=a,b,c")
+    counts = {"r": 600_000, "s": 600_000, "a": 100_000, "b": 100_000, "c": 100_000}
+    sets = TagSets(TAG_SETS, 1_000_000)
+    chosen = tag_condition(query, RESOURCES.c.id, TABLES.tags, counts, 1_000_000, limit=1000, sets=sets)
+    compiled = chosen.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})
+    sql_text = " ".join(str(compiled).split())
+    # Five fenced streams, the three tags-any ones merged; no sets, no EXISTS, no grouping.
+    assert sql_text.count("OFFSET 0") == 5
+    assert sql_text.count("UNION ALL") == 2
+    assert all(".tag = '%s'" % tag in sql_text for tag in "rsabc")
+    assert not any(part in sql_text for part in ("tenancy_mw_tag_sets", "EXISTS", "GROUP BY"))
+    # The other databases keep their own forms.
+    for dialect in (mysql.dialect(), sqlite.dialect()):
+        assert "UNION ALL" not in str(chosen.compile(dialect=dialect))
+
+
+#: Counts that make every tag common over a million resources: a first page of a query of required tags and a
+#: tags-any alone merges their rows on PostgreSQL (MERGED_MATCHES_FACTOR).
+MERGED_COUNTS = dict.fromkeys(POOL, 600_000)
+
+
+@settings(max_examples=60, suppress_health_check=SHARED_FIXTURE_CHECKS)
+@given(resources=resource_sets, query=queries, limit=st.integers(1, 6))
+def test_a_first_page_of_merged_rows_is_the_first_rows_that_match(tag_engine, resources, query, limit):
+    fill(tag_engine, resources)
+    expected = sorted(rid for rid, tags in resources.items() if query.matches(tags))[:limit]
+    condition = query.where(
+        RESOURCES.c.id, TABLES.tags, MERGED_COUNTS, 1_000_000, limit=limit, sets=TagSets(TAG_SETS, 1_000_000)
+    )
+    statement = sa.select(RESOURCES.c.id).where(condition).order_by(RESOURCES.c.id).limit(limit)
+    simple = query.simplified()
+    if tag_engine.dialect.name == "postgresql" and simple and simple[0] and simple[1] and not (simple[2] or simple[3]):
+        assert form_of(str(statement.compile(tag_engine))) == "merged"
+    with tag_engine.connect() as conn:
+        assert list(conn.execute(statement).scalars()) == expected, query
