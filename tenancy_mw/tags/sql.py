@@ -115,7 +115,8 @@ The formulation, after :meth:`~tenancy_mw.tags.model.TagQuery.simplified`
   (:data:`MERGED_MATCHES_FACTOR`, :data:`MERGED_ROWS_MAX`): **merged in id
   order**, each tag's rows an ordered subquery of its own behind ``OFFSET
   0``, the ``tags-any`` ones in a ``UNION ALL``, the required ones
-  semi-joined to it (before every form of the sets);
+  semi-joined to it (before every other rule; the page ordered by the id,
+  ascending, as a marker's is);
 - a *marker*: ``resource_id > marker``, last (on PostgreSQL left out where
   ``any_of`` is a driven or grouped ``IN``, which holds it), and the same
   range inside the subqueries the database joins (not those it probes per
@@ -163,6 +164,8 @@ __all__ = [
     "DRIVEN_BESIDE_RARE_MAX_SHARE",
     "DRIVEN_MAX_SHARE",
     "DRIVEN_REQUIRED_MAX",
+    "MERGED_MATCHES_FACTOR",
+    "MERGED_ROWS_MAX",
     "MYSQL_SEMI_JOIN_MAX",
     "PER_ROW_ANY_ALONE_FACTOR",
     "PER_ROW_ANY_FACTOR",
@@ -173,8 +176,6 @@ __all__ = [
     "PROBED_BESIDE_NOT_ANY_MAX",
     "PROBED_BESIDE_NOT_ANY_MIDDLING_MAX",
     "PROBED_REQUIRED_MAX",
-    "MERGED_MATCHES_FACTOR",
-    "MERGED_ROWS_MAX",
     "SETS_BESIDE_NOT_ANY_FACTOR",
     "SETS_BESIDE_NOT_ANY_MIN_MATCHES",
     "SETS_DENSE_MIN_MATCHES",
@@ -562,7 +563,8 @@ SETS_BESIDE_NOT_ANY_MIN_MATCHES = 2_000
 #: sets expected to match (:func:`_fills_from_required`;
 #: ``tags=tag0020&tags-any=tag0005,tag0008`` over the whole collection,
 #: about 4,600 rows to read against 7,200 matches, 37.7 ms against 55.2
-#: and 52.6 found first in the sweep before the rule).
+#: and 52.6 found first in the sweep before the rule; the merged form,
+#: :data:`MERGED_MATCHES_FACTOR`, now takes that page before this rule).
 SETS_MATCHES_FIRST_MAX = 8_000
 #: ... and a later page of a list of fewer than :data:`GROUPED_MIN_CANDIDATES`
 #: beside a ``not-tags-any`` and a required tag on more than
@@ -594,30 +596,32 @@ SETS_MATCHES_FIRST_LATER_MAX = 30_000
 
 
 #: On PostgreSQL, with the tag set table, the first page of a whole
-#: collection (candidates at least half the set table's rows) whose limit
-#: the caller gives, of a query of required tags and a ``tags-any`` and
-#: nothing else, *merges* the tags' rows in id order: each tag's rows are
-#: read from the (tag, resource id) index as they are stored, already in id
-#: order, the ``tags-any`` tags' merged into one stream, and only until the
-#: page fills (:func:`_merges`).  Where the rows so read, estimated from the
-#: counts (each tag's rows over the share of the id range the page spans),
-#: are at most this many times the matches expected over the collection:
-#: the other forms' work grows with the matches (every set that passes, or
-#: a probe for each row of the required tag), this form's with the rows it
-#: reads.  ``bench/tags.py``'s data, 5 runs each, 28 November 2026, over
-#: the whole collection: ``tags=tag0004&tags-any=tag0020,tag0030`` (about
-#: 22,000 rows read, 2.1 times the matches) 35.7 ms against 75.8 for the
-#: form the store took before (grouped); ``tag0004`` beside
+#: collection (candidates at least half the set table's rows, its tagged
+#: resources) whose limit the caller gives, of a query of required tags
+#: and a ``tags-any`` and nothing else, *merges* the tags' rows in id
+#: order: each tag's rows are read from the (tag, resource id) index as
+#: they are stored, already in id order, the ``tags-any`` tags' merged into
+#: one stream, and only until the page fills (:func:`_merges`).  Where the
+#: rows so read, estimated from the counts (each tag's rows over the share
+#: of the id range the page spans), are at most this many times the
+#: matches expected over the collection: the other forms' work grows with
+#: the matches (every set that passes, or a probe for each row of the
+#: required tag), this form's with the rows it reads.  ``bench/tags.py``'s
+#: data, 5 runs each, 28 November 2026, over the whole collection, the
+#: ratios by that load's statistics: ``tags=tag0004&tags-any=tag0020,tag0030``
+#: (about 22,000 rows read, 2.1 times the matches) 35.7 ms against 75.8
+#: for the form the store took before (grouped); ``tag0004`` beside
 #: ``tag0030,tag0040`` (4.95 times) 39.7 against 61.3 (the matches first);
 #: ``tag0020`` beside ``tag0006,tag0009`` (4.1 times) 49.5 against 94.5;
 #: and beyond the factor, ``tag0020`` beside ``tag0008,tag0012`` (5.7
 #: times) 58.6 against 39.0, ``tag0004`` beside ``tag0040,tag0060`` (10
 #: times) 67.1 against 45.7.
 MERGED_MATCHES_FACTOR = 5
-#: ... and at most this many rows in all: past it, a page reads much of
-#: each stream, and the set index finds the few matches sooner
-#: (``tags=tag0001&tags-any=tag0100,tag0200``, about 104,000 rows: 69.5 ms
-#: against 47.2 for the matches first).
+#: ... and at most this many rows in all: a guard, not a measured
+#: crossing (within the factor the bench's tags stay under it; past it a
+#: page reads much of each stream: ``tags=tag0001&tags-any=tag0100,tag0200``,
+#: about 104,000 rows, 21 times the matches, took 69.5 ms against 47.2 for
+#: the matches first).
 MERGED_ROWS_MAX = 60_000
 
 
@@ -882,6 +886,8 @@ def _merges(simple: tuple, counts: _Counts, resources: int, page: _Page) -> bool
     known, on a first page of known *limit* over at least half of the
     *resources* (a tenant's few rows would spread the page over the whole
     id range), with an id column that sorts as the tag table's.  The page
+    is taken as ordered by the id, ascending (a descending one would read
+    each stream whole).  The page
     spans about *limit* over the expected matches among the candidates of
     the id range; each stream is read that far.  Where those rows are at
     most :data:`MERGED_MATCHES_FACTOR` times the expected matches and at
@@ -904,7 +910,7 @@ def _merges(simple: tuple, counts: _Counts, resources: int, page: _Page) -> bool
         return False
     resources = max(resources, candidates)
     matches = _expected_matches(all_of, any_of, tags, resources)
-    if not matches or _rarest(tags, all_of) == 0:
+    if not matches:
         return False
     spanned = min(1.0, page.limit / (matches * candidates / resources))
     read = spanned * (_rows(tags, all_of) + _rows(tags, any_of))

@@ -392,7 +392,7 @@ class TagStore:
         """
         _check_candidates(candidates)
         _check_connection(connection)
-        counts, sets = self._counts_for(query, resource_id, candidates, marker, connection)
+        counts, sets = self._counts_for(query, resource_id, candidates, (marker, limit), connection)
         return query.where(resource_id, self.tags, counts, candidates, marker=marker, limit=limit, sets=sets)
 
     def _counts_for(
@@ -400,16 +400,19 @@ class TagStore:
         query: TagQuery,
         resource_id: sa.ColumnElement,
         candidates: int | None,
-        marker: str | None,
+        paging: tuple[str | None, int | None],
         connection: sa.Connection | None,
     ) -> tuple[dict[str, int] | None, TagSets | None]:
         """The tag counts :meth:`where` passes, each database's own (``None`` where none serve), and the tag sets.
+
+        *paging*: the page's marker and limit.
 
         The tag set table where the SQL may use it: on PostgreSQL, beside
         counts, as read with the statistics they come from (one read of
         both, so that a refresh by another thread between them cannot pair
         counts chosen for the sets with no sets).
         """
+        marker, limit = paging
         if self._mysql:
             return self._mysql_estimates(query, resource_id, marker, connection), None
         if not (self._postgresql and candidates is not None):
@@ -417,7 +420,7 @@ class TagStore:
         simple = query.simplified()
         if simple is None:
             return None, None
-        all_of, any_of, _, not_all_of = simple
+        all_of, any_of, none_of, not_all_of = simple
         if len(any_of) < 2:
             return None, None
         # Over a tenant-sized page (up to GROUPED_ANY_SMALL) the counts serve
@@ -436,6 +439,10 @@ class TagStore:
             page = (marker, resource_id)
             return self._few_candidates_counts(simple, (statistics, sets), candidates, page, connection)
         counts = self._estimated_counts(all_of, any_of, statistics, connection)
+        merge_shape = marker is None and limit is not None and all_of and not (none_of or not_all_of)
+        if merge_shape and sets is not None and 2 * candidates >= sets.rows:
+            # The merged form needs the tags-any's rows from below, not their bound (MERGED_MATCHES_FACTOR).
+            counts.update(self._any_outside(any_of - statistics.common.keys(), _ceiling(statistics), connection))
         if counts and marker is not None and self._ranged(resource_id):
             if not _form_settled(all_of, any_of, counts, candidates, bool(not_all_of)):
                 after = self._after_marker(counts, marker, connection)
@@ -689,6 +696,25 @@ class TagStore:
         # after its marker.
         common = max(ceiling, TAG_COUNT_CAP)
         return {tag: common if count >= cap else count for tag, count in counted.items()}
+
+    def _any_outside(self, tags: frozenset, ceiling: int, connection: sa.Connection | None) -> dict[str, int]:
+        """``tags-any`` *tags* outside the statistics' common ones, each counted up to *ceiling*, their bound.
+
+        For a first page of required tags and a ``tags-any`` alone, whose
+        limit is known (the merged form of
+        :func:`~tenancy_mw.tags.sql.tag_condition`): a rare tag counted at
+        the bound would make the page look full soon, where its rows would
+        be read to the end.  The other rules read these counts too, on such
+        a page.  A bounded read of the tag index; if it fails (logged),
+        *ceiling* for each, the other forms' cautious bound.
+        """
+        if not tags:
+            return {}
+        try:
+            return self._read_on(connection, lambda conn: count_tags(conn, tags, self.tags, max(ceiling, 1)))
+        except sa.exc.SQLAlchemyError as exc:
+            LOG.warning("Could not count the tags-any tags of a tag query: %s", sql.error_summary(exc))
+            return dict.fromkeys(tags, ceiling)
 
     def tag_statistics(self, connection: sa.Connection | None = None) -> TagStatistics | None:
         """PostgreSQL's estimate of how many resources carry each tag, reused for ``statistics_ttl`` seconds.

@@ -30,6 +30,7 @@ from tenancy_mw.tags.sql import define_tables
 from tenancy_mw.tags.store import TagStore
 from tests.conftest import require
 from tests.support import databases
+from tests.support.tag_forms import form_of
 
 POOL = ["a", "b", "c", "d", "e", "A", "a ", "é"]
 
@@ -549,3 +550,28 @@ def test_tag_sets_that_are_not_a_table_and_a_row_count_are_refused_by_name():
         parse_tag_query("tags-any=a,b").where(RESOURCES.c.id, sets=TAG_SETS)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="sets must be None or a TagSets"):
         parse_tag_query("tags-any=a,b").where(RESOURCES.c.id, sets=TagSets(None, 5))  # type: ignore[arg-type]
+
+
+def test_the_store_merges_a_whole_collections_rows_only_beside_tags_any_tags_it_has_counted(pg_engine):
+    """Required tags and a ``tags-any`` on a first page of the whole collection: merged where the page fills soon.
+
+    A ``tags-any`` tag outside the statistics' common ones is counted (up to
+    their bound), not taken at the bound: two tags on one resource each
+    would otherwise look like 10,000 each, and the page like full after a
+    few dozen ids, where the merge would read every row of ``r``.  (Over
+    more candidates than ``GROUPED_ANY_SMALL``: the store reads no counts
+    for a tenant-sized page of such a query.)
+    """
+    resources = {"r%05d" % n: {"r"} | ({"a"} if n % 3 == 0 else {"b"} if n % 3 == 1 else set()) for n in range(30_000)}
+    resources["r00005"].add("x")
+    resources["r15000"].add("y")
+    _fill_and_analyse(pg_engine, resources)
+    store = TagStore(pg_engine, tables=TABLES, statistics_ttl=0)
+    page = sa.select(RESOURCES.c.id).order_by(RESOURCES.c.id).limit(50)
+    for query_string, merged in (("tags=r&tags-any=a,b", True), ("tags=r&tags-any=x,y", False)):
+        query = parse_tag_query(query_string)
+        condition = store.where(query, RESOURCES.c.id, candidates=30_000, limit=50)
+        assert (form_of(str(page.where(condition).compile(pg_engine))) == "merged") is merged, query_string
+        expected = sorted(rid for rid, tags in resources.items() if query.matches(tags))[:50]
+        with pg_engine.connect() as conn:
+            assert list(conn.execute(page.where(condition)).scalars()) == expected

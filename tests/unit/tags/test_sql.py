@@ -1539,7 +1539,7 @@ def test_a_whole_collections_first_page_of_required_tags_and_a_tags_any_merges_t
     counts = {"r": 170_000, "a": 40_000, "b": 22_000}
     assert _form_with_sets(query, counts, 1_000_000, limit=1000) == "merged"
     # The factor's bound: r on R rows beside a or b on 100,000 reads 10,000 + 10**9 / R rows against R / 10
-    # matches, equal near R = 55,826.
+    # matches, so 5 times the matches (R / 2) near R = 55,826.
     bound = {"a": 60_000, "b": 40_000}
     assert _form_with_sets(query, {**bound, "r": 55_850}, 1_000_000, limit=1000) == "merged"
     assert _form_with_sets(query, {**bound, "r": 55_800}, 1_000_000, limit=1000) != "merged"
@@ -1563,7 +1563,7 @@ def test_rows_are_merged_only_for_a_known_first_page_of_required_tags_and_a_tags
     assert _form_with_sets(query + "&not-tags=c", counts, 1_000_000, limit=1000) != "merged"
     assert _form_with_sets(query + "&not-tags-any=c,d", counts, 1_000_000, limit=1000) != "merged"
     assert _form_with_sets("tags-any=a,b", counts, 1_000_000, limit=1000) != "merged"
-    # A required tag that reads as rare (0), or one whose count is not known: the page's span is not known.
+    # A required tag that reads as rare (0: no matches expected), or one whose count is not known: no span.
     assert _form_with_sets(query, {**counts, "r": 0}, 1_000_000, limit=1000) != "merged"
     assert _form_with_sets(query, {**counts, "r": TAG_COUNT_CAP}, 1_000_000, limit=1000) != "merged"
     # An id column that sorts otherwise than the tag table's: no merge of the two orders.
