@@ -509,8 +509,19 @@ SETS_REQUIRED_MAX = 25_000
 #: order far (``tags=tag0004&tags-any=tag0040,tag0060``: 74.5 ms against 28.7).
 SETS_DENSE_MIN_SHARE = 0.05
 #: ... the matches among the candidates, by that share, that such a page needs
-#: for the tag set form (:data:`SETS_DENSE_MIN_SHARE`).
-SETS_DENSE_MIN_MATCHES = 2_000
+#: for the tag set form (:data:`SETS_DENSE_MIN_SHARE`), by the planner's
+#: estimate of the candidates.  Near the share's bound the planner's own
+#: plan of the sets turns over within a few thousand matches:
+#: ``bench/tags.py --sweep``, 21 runs, 28 November 2026, on the code before
+#: this bound, over ~62,000 candidates (68,040 by the planner),
+#: ``tags-any=tag0020,tag0050`` beside
+#: a ``not-tags`` or a ``not-tags-any`` (5.4 % by that load's statistics,
+#: 4.9 % in fact: about 3,700 matches by the estimates) took 129.5 and
+#: 149.5 ms on the sets against 46.3 and 52.8 for the straightforward SQL,
+#: where ``tags-any=tag0020,tag0030`` beside the ``not-tags-any`` (about
+#: 4,200) took 13.5 against 35.2.  A bound between two measured points,
+#: which a load's statistics move by about a tenth (2,000 before that sweep).
+SETS_DENSE_MIN_MATCHES = 4_000
 #: On PostgreSQL, with the tag set table, a first page over at most
 #: :data:`PER_ROW_CANDIDATES_MAX` candidates beside a ``not-tags-any`` and a
 #: required tag on more than :data:`PROBED_REQUIRED_MAX` rows, whose tags'
@@ -565,7 +576,12 @@ SETS_BESIDE_NOT_ANY_MIN_MATCHES = 2_000
 #: about 4,600 rows to read against 7,200 matches, 37.7 ms against 55.2
 #: and 52.6 found first in the sweep before the rule; the merged form,
 #: :data:`MERGED_MATCHES_FACTOR`, now takes that page before this rule).
-SETS_MATCHES_FIRST_MAX = 8_000
+#: 8,000 before the sweep of 28 November 2026 (21 runs), where that query,
+#: about 8,400 matches by that load's statistics (7,500 in fact), over
+#: ~125,000, ~250,000 and ~500,000 candidates took 26.2, 24.4 and 33.0 ms
+#: found first against 48.9, 68.2 and 52.8 for the semi-join the store
+#: took at 8,000.
+SETS_MATCHES_FIRST_MAX = 9_000
 #: ... and a later page of a list of fewer than :data:`GROUPED_MIN_CANDIDATES`
 #: beside a ``not-tags-any`` and a required tag on more than
 #: :data:`PROBED_REQUIRED_MAX` rows after the marker, in place of one

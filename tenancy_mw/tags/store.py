@@ -45,7 +45,9 @@ PostgreSQL's own statistics (:meth:`tag_statistics`), read once per
 ``statistics_ttl`` seconds on *connection* (the caller's, so no second
 connection is taken from the pool) or on one of the store's, and taken
 cautiously: a ``tags-any`` tag outside the most common ones counts as many
-rows as the least common of them, a required tag outside them as rare (over
+rows as the least common of them (where that would merge a first page,
+:data:`~tenancy_mw.tags.sql.MERGED_MATCHES_FACTOR`, it is counted up to
+that bound), a required tag outside them as rare (over
 many candidates the ids are then found from it, the driven form, where the
 rows it reads are few beside them; elsewhere one ``EXISTS`` per tag, the
 straightforward SQL; where that bound is over
@@ -114,7 +116,9 @@ from tenancy_mw.tags.sql import (
     _Counts,
     _form_settled,
     _later_page_counts,
+    _merges,
     _more_than,
+    _Page,
     _query_per_row,
     _shared_order,
     check_page,
@@ -392,7 +396,7 @@ class TagStore:
         """
         _check_candidates(candidates)
         _check_connection(connection)
-        counts, sets = self._counts_for(query, resource_id, candidates, (marker, limit), connection)
+        counts, sets = self._counts_for(query, resource_id, candidates, connection, marker=marker, limit=limit)
         return query.where(resource_id, self.tags, counts, candidates, marker=marker, limit=limit, sets=sets)
 
     def _counts_for(
@@ -400,19 +404,22 @@ class TagStore:
         query: TagQuery,
         resource_id: sa.ColumnElement,
         candidates: int | None,
-        paging: tuple[str | None, int | None],
         connection: sa.Connection | None,
+        *,
+        marker: str | None,
+        limit: int | None,
     ) -> tuple[dict[str, int] | None, TagSets | None]:
         """The tag counts :meth:`where` passes, each database's own (``None`` where none serve), and the tag sets.
 
-        *paging*: the page's marker and limit.
+        *marker* and *limit*: the page's.  Where the counts would merge the
+        tags' rows, the ``tags-any`` tags outside the statistics' common
+        ones are counted first (:meth:`_merge_counts`).
 
         The tag set table where the SQL may use it: on PostgreSQL, beside
         counts, as read with the statistics they come from (one read of
         both, so that a refresh by another thread between them cannot pair
         counts chosen for the sets with no sets).
         """
-        marker, limit = paging
         if self._mysql:
             return self._mysql_estimates(query, resource_id, marker, connection), None
         if not (self._postgresql and candidates is not None):
@@ -420,7 +427,7 @@ class TagStore:
         simple = query.simplified()
         if simple is None:
             return None, None
-        all_of, any_of, none_of, not_all_of = simple
+        all_of, any_of, _, not_all_of = simple
         if len(any_of) < 2:
             return None, None
         # Over a tenant-sized page (up to GROUPED_ANY_SMALL) the counts serve
@@ -439,10 +446,9 @@ class TagStore:
             page = (marker, resource_id)
             return self._few_candidates_counts(simple, (statistics, sets), candidates, page, connection)
         counts = self._estimated_counts(all_of, any_of, statistics, connection)
-        merge_shape = marker is None and limit is not None and all_of and not (none_of or not_all_of)
-        if merge_shape and sets is not None and 2 * candidates >= sets.rows:
-            # The merged form needs the tags-any's rows from below, not their bound (MERGED_MATCHES_FACTOR).
-            counts.update(self._any_outside(any_of - statistics.common.keys(), _ceiling(statistics), connection))
+        if marker is None and limit is not None and sets is not None:
+            merge_page = (resource_id, limit)
+            counts = self._merge_counts(simple, counts, (statistics, sets), candidates, merge_page, connection)
         if counts and marker is not None and self._ranged(resource_id):
             if not _form_settled(all_of, any_of, counts, candidates, bool(not_all_of)):
                 after = self._after_marker(counts, marker, connection)
@@ -697,24 +703,44 @@ class TagStore:
         common = max(ceiling, TAG_COUNT_CAP)
         return {tag: common if count >= cap else count for tag, count in counted.items()}
 
-    def _any_outside(self, tags: frozenset, ceiling: int, connection: sa.Connection | None) -> dict[str, int]:
-        """``tags-any`` *tags* outside the statistics' common ones, each counted up to *ceiling*, their bound.
+    def _merge_counts(
+        self,
+        simple: tuple,
+        counts: dict[str, int],
+        read: tuple[TagStatistics, TagSets],
+        candidates: int,
+        page: tuple[sa.ColumnElement, int],
+        connection: sa.Connection | None,
+    ) -> dict[str, int]:
+        """*counts*, with the tags outside the statistics' common ones counted where they would merge.
 
-        For a first page of required tags and a ``tags-any`` alone, whose
-        limit is known (the merged form of
-        :func:`~tenancy_mw.tags.sql.tag_condition`): a rare tag counted at
-        the bound would make the page look full soon, where its rows would
-        be read to the end.  The other rules read these counts too, on such
-        a page.  A bounded read of the tag index; if it fails (logged),
-        *ceiling* for each, the other forms' cautious bound.
+        The merged form (:data:`~tenancy_mw.tags.sql.MERGED_MATCHES_FACTOR`)
+        reads its streams until the page fills: a rare tag taken at the
+        statistics' bound for the others (:func:`_cautious_counts`; a
+        required tag's failed count, :meth:`_required_outside`) would make
+        the page look full soon, and the merge would read a stream to the
+        end.  So where *counts* would merge a first page, the required and
+        ``tags-any`` tags outside the common ones are counted, each up to
+        that bound (one bounded read of the tag index, never more than a
+        tag's rows): the rule then decides on them, and every other rule
+        reads them too on that page.  If the read fails (logged), they count
+        as left out (:data:`~tenancy_mw.tags.sql.TAG_COUNT_CAP`, common):
+        no merge, nor the matches first.  *read*: the statistics and the
+        tag sets; *page*: the caller's id column and the limit.
         """
-        if not tags:
-            return {}
+        statistics, sets = read
+        resource_id, limit = page
+        outside = (simple[0] | simple[1]) - statistics.common.keys()
+        first = _Page(resource_id, None, _shared_order(resource_id.type, self.tags.c.resource_id.type), limit=limit)
+        if not outside or not _merges(simple, _Counts(counts, candidates), sets.rows, first):
+            return counts
+        bound = max(_ceiling(statistics), 1)
         try:
-            return self._read_on(connection, lambda conn: count_tags(conn, tags, self.tags, max(ceiling, 1)))
+            counted = self._read_on(connection, lambda conn: count_tags(conn, outside, self.tags, bound))
         except sa.exc.SQLAlchemyError as exc:
             LOG.warning("Could not count the tags-any tags of a tag query: %s", sql.error_summary(exc))
-            return dict.fromkeys(tags, ceiling)
+            counted = dict.fromkeys(outside, TAG_COUNT_CAP)
+        return {**counts, **counted}
 
     def tag_statistics(self, connection: sa.Connection | None = None) -> TagStatistics | None:
         """PostgreSQL's estimate of how many resources carry each tag, reused for ``statistics_ttl`` seconds.

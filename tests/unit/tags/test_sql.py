@@ -1267,13 +1267,13 @@ def test_beside_a_required_tag_on_few_rows_many_candidates_are_tested_on_the_tag
 
 
 def test_a_query_keeping_a_large_share_of_many_candidates_is_tested_on_the_tag_sets():
-    # a or b on 5 % of a million resources: 3,100 of 62,000 candidates.
+    # a or b on 5 % of a million resources: 4,100 of 82,000 candidates.
     dense = {"a": 30_000, "b": 20_000}
-    assert _form_with_sets("tags-any=a,b&not-tags-any=c,d", dense, 62_000) == "sets"
-    assert _form_with_sets("tags-any=a,b&not-tags-any=c,d", {"a": 30_000, "b": 19_999}, 62_000) != "sets"
-    # The share, but fewer than SETS_DENSE_MIN_MATCHES of the candidates: 1,999.
-    assert _form_with_sets("tags-any=a,b", dense, 39_980) != "sets"
-    assert _form_with_sets("tags-any=a,b", dense, 40_000) == "sets"
+    assert _form_with_sets("tags-any=a,b&not-tags-any=c,d", dense, 82_000) == "sets"
+    assert _form_with_sets("tags-any=a,b&not-tags-any=c,d", {"a": 30_000, "b": 19_999}, 82_000) != "sets"
+    # The share, but fewer than SETS_DENSE_MIN_MATCHES (4,000) of the candidates: 3,999.
+    assert _form_with_sets("tags-any=a,b", dense, 79_980) != "sets"
+    assert _form_with_sets("tags-any=a,b", dense, 80_000) == "sets"
     # Over more candidates than resources in the sets, the share is of the candidates.
     assert _form_with_sets("tags-any=a,b", dense, 1_000_000, resources=1_000) == "sets"
     assert _form_with_sets("tags-any=a,b", dense, 2_000_000, resources=1_000) != "sets"
@@ -1336,10 +1336,10 @@ def test_few_expected_matches_beside_a_counted_required_tag_are_found_first_on_a
     counts = {"r": 30_000, "a": 100_000, "b": 90_000}
     assert _form_with_sets("tags=r&tags-any=a,b", counts, 250_000) == "matched"
     assert _form_with_sets("tags=r&tags-any=a,b", counts, 1_000_000) == "matched"
-    # At the bound (r on 40,000 with a or b on 200,000: 8,000) and one over it (r on 40,005: 8,001).
-    at_bound = {"r": 40_000, "a": 100_000, "b": 100_000}
+    # At the bound (r on 45,000 with a or b on 200,000: 9,000) and one over it (r on 45,005: 9,001).
+    at_bound = {"r": 45_000, "a": 100_000, "b": 100_000}
     assert _form_with_sets("tags=r&tags-any=a,b", at_bound, 250_000) == "matched"
-    assert _form_with_sets("tags=r&tags-any=a,b", {**at_bound, "r": 40_005}, 250_000) != "matched"
+    assert _form_with_sets("tags=r&tags-any=a,b", {**at_bound, "r": 45_005}, 250_000) != "matched"
     # Before the plain set form's own rule (SETS_REQUIRED_MAX): its counts (3,750 expected matches) find them first.
     assert _form_with_sets("tags=r&tags-any=a,b", {"r": 25_000, "a": 90_000, "b": 60_000}, 100_000) == "matched"
     # A required tag that reads as rare (0: under the statistics' floor, its rows unknown): not found first.
