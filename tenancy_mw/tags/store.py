@@ -642,7 +642,11 @@ class TagStore:
 
     def _ranged(self, resource_id: sa.ColumnElement) -> bool:
         """Whether a marker's range goes inside the tag subqueries: *resource_id* sorts as the tag table's ids."""
-        return _shared_order(resource_id.type, self.tags.c.resource_id.type) is not None
+        return self._id_order(resource_id) is not None
+
+    def _id_order(self, resource_id: sa.ColumnElement) -> str | None:
+        """How *resource_id* and the tag table's ids compare (:func:`~tenancy_mw.tags.sql._shared_order`)."""
+        return _shared_order(resource_id.type, self.tags.c.resource_id.type)
 
     def _after_marker(self, counts: dict[str, int], marker: str, connection: sa.Connection | None) -> dict[str, int]:
         """*counts* scaled to the tag rows after *marker*, the share PostgreSQL's planner estimates (*counts* if none).
@@ -731,8 +735,10 @@ class TagStore:
         statistics, sets = read
         resource_id, limit = page
         outside = (simple[0] | simple[1]) - statistics.common.keys()
-        first = _Page(resource_id, None, _shared_order(resource_id.type, self.tags.c.resource_id.type), limit=limit)
-        if not outside or not _merges(simple, _Counts(counts, candidates), sets.rows, first):
+        if not outside:
+            return counts
+        first = _Page(resource_id, None, self._id_order(resource_id), limit=limit)
+        if not _merges(simple, _Counts(counts, candidates), sets.rows, first):
             return counts
         bound = max(_ceiling(statistics), 1)
         try:
